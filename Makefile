@@ -1,0 +1,43 @@
+# UKL: Unikernel Linux.
+#
+#   make run    build the kernel and the hello example, boot it under QEMU
+#   make test   the whole test suite (unit tests and QEMU boot tests)
+#
+# Both install the Debian packages they need first (`make setup`, as root).
+# Everything generated goes to build/ (ignored by git).
+
+PYTHON ?= python3
+UKL := $(PYTHON) bin/ukl
+# Arguments for the hello program: make run ARGS="one two"
+ARGS ?=
+
+.PHONY: run test unit setup kernel sources clean help
+
+help:
+	@sed -n '3,5p' Makefile
+
+run: setup
+	$(UKL) build examples/hello/hello.c -o hello
+	$(UKL) run hello --timeout 300 -- $(ARGS)
+
+test: setup sources kernel
+	$(PYTHON) -m pytest tests
+
+# Unit tests only: no kernel build, no QEMU.
+unit:
+	$(PYTHON) -m pytest tests/unit
+
+setup:
+	$(UKL) setup
+	@$(PYTHON) -c 'import pytest' 2>/dev/null || \
+		{ echo "ukl: installing pytest (test runner) from PyPI"; \
+		  $(PYTHON) -m pip install --quiet pytest; }
+
+sources:
+	$(UKL) series prepare all
+
+kernel:
+	$(UKL) kernel build stock
+
+clean:
+	rm -rf build/images build/apps build/logs

@@ -1,0 +1,26 @@
+"""Shared test helpers: run the ukl CLI as a user would."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PROGRAMS = REPO / "tests" / "programs"
+sys.path.insert(0, str(REPO))
+
+
+def ukl(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """Run bin/ukl with stdin closed; capture output."""
+    return subprocess.run([sys.executable, str(REPO / "bin" / "ukl"), *args],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="session")
+def stock_kernel() -> Path:
+    """The stock vmlinux, built (incrementally) if needed."""
+    from ukl.kernel import build
+    return build.build("stock")

@@ -1,0 +1,63 @@
+"""The CLI's pure parts and its one-line errors for bad input."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ukl
+from ukl import cli
+from ukl.common.errors import UklError
+
+
+def test_split_program_args_at_first_double_dash() -> None:
+    assert cli.split_program_args(["run", "img", "--smp", "2", "--", "a", "--", "b"]) == (
+        ["run", "img", "--smp", "2"], ["a", "--", "b"])
+    assert cli.split_program_args(["run", "img"]) == (["run", "img"], [])
+
+
+def test_run_options_parse() -> None:
+    args = cli.build_parser().parse_args(
+        ["run", "img", "--smp", "2", "--mem", "1G", "--timeout", "30", "--icount",
+         "--append", "loglevel=7", "--append", "nokaslr"])
+    assert (args.image, args.smp, args.mem, args.timeout) == ("img", 2, "1G", 30.0)
+    assert args.icount and not args.gdb
+    assert args.append == ["loglevel=7", "nokaslr"]
+
+
+def test_unknown_option_is_a_ukl_error() -> None:
+    with pytest.raises(UklError, match="unrecognized arguments: --bogus"):
+        cli.build_parser().parse_args(["run", "img", "--bogus"])
+
+
+def test_program_args_only_for_run() -> None:
+    assert cli.main(["setup", "--", "x"]) == cli.EXIT_USAGE
+
+
+def _one_line_error(res) -> str:  # noqa: ANN001 - CompletedProcess
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("ukl: error: ")
+    return lines[0]
+
+
+def test_missing_image_is_one_line(tmp_path) -> None:  # noqa: ANN001
+    res = ukl("run", str(tmp_path / "no-such-image"))
+    assert res.returncode == 2
+    assert "no image" in _one_line_error(res)
+
+
+def test_unknown_option_is_one_line() -> None:
+    res = ukl("run", "hello", "--frobnicate")
+    assert res.returncode == 2
+    assert "--frobnicate" in _one_line_error(res)
+
+
+def test_bad_smp_and_mem_are_one_line(tmp_path) -> None:  # noqa: ANN001
+    res = ukl("run", "x", "--smp", "many")
+    assert res.returncode == 2
+    assert "invalid int value" in _one_line_error(res)
+
+
+def test_missing_source_file_is_one_line(tmp_path) -> None:  # noqa: ANN001
+    res = ukl("build", str(tmp_path / "nope.c"), "-o", "x")
+    assert res.returncode == 2
+    assert "does not exist" in _one_line_error(res)

@@ -1,0 +1,75 @@
+"""Initramfs contents and input checks."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ukl.common.elf import describe_problem
+from ukl.common.errors import UklError
+from ukl.image.cpio import read_names
+from ukl.image.initramfs import InitramfsSpec, image_conf, parse_file_arg, write
+
+
+@pytest.fixture(scope="module")
+def static_prog(tmp_path_factory) -> Path:  # noqa: ANN001
+    d = tmp_path_factory.mktemp("prog")
+    src = d / "p.c"
+    src.write_text("int main(void) { return 0; }\n")
+    subprocess.run(["gcc", "-static", "-o", d / "p", src], check=True)
+    return d / "p"
+
+
+def test_contents(tmp_path: Path, static_prog: Path) -> None:
+    data_file = tmp_path / "data.txt"
+    data_file.write_text("payload\n")
+    spec = InitramfsSpec(program=static_prog, files=[(data_file, "/srv/www/data.txt")],
+                         helpers=["echo 'it''s here'"])
+    out = write(spec, tmp_path / "initramfs.cpio")
+    entries = {name: body for name, _, body in read_names(out.read_bytes())}
+    assert entries["init"].startswith(b"#!/bin/busybox sh")
+    assert entries["app/p"] == static_prog.read_bytes()
+    assert entries["srv/www/data.txt"] == b"payload\n"
+    assert "srv" in entries and "srv/www" in entries
+    assert "bin/busybox" in entries and "dev/console" in entries
+    assert b"UKL_PROGRAM=/app/p" in entries["etc/ukl/image.conf"]
+
+
+def test_image_conf_is_valid_shell_that_starts_helpers() -> None:
+    conf = image_conf(InitramfsSpec(helpers=["echo \"a b\" 'c'", "true"]))
+    script = conf + "ukl_start_helpers; wait; echo prog=[$UKL_PROGRAM]\n"
+    res = subprocess.run(["/bin/busybox", "sh", "-c", script], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["a b c", "prog=[]"]
+
+
+def test_dynamic_program_rejected(tmp_path: Path) -> None:
+    dyn = tmp_path / "dyn"
+    src = tmp_path / "d.c"
+    src.write_text("int main(void) { return 0; }\n")
+    subprocess.run(["gcc", "-o", dyn, src], check=True)
+    with pytest.raises(UklError, match="dynamically linked; build it with -static"):
+        write(InitramfsSpec(program=dyn), tmp_path / "x.cpio")
+    assert not (tmp_path / "x.cpio").exists()
+
+
+def test_missing_inputs_rejected(tmp_path: Path) -> None:
+    with pytest.raises(UklError, match="does not exist"):
+        write(InitramfsSpec(program=tmp_path / "nope"), tmp_path / "x.cpio")
+    with pytest.raises(UklError, match="does not exist"):
+        write(InitramfsSpec(files=[(tmp_path / "nope", "/nope")]), tmp_path / "x.cpio")
+
+
+def test_parse_file_arg() -> None:
+    assert parse_file_arg("/h/a.txt") == (Path("/h/a.txt"), "/a.txt")
+    assert parse_file_arg("a.txt:/etc/a.conf") == (Path("a.txt"), "/etc/a.conf")
+    with pytest.raises(UklError, match="absolute"):
+        parse_file_arg("a.txt:etc/a")
+
+
+def test_elf_checks(tmp_path: Path, static_prog: Path) -> None:
+    assert describe_problem(static_prog) is None
+    text = tmp_path / "t"
+    text.write_text("hello")
+    assert "not an ELF" in describe_problem(text)

@@ -1,0 +1,85 @@
+"""QEMU command line, kernel command line and status decoding."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ukl.common.errors import UklError
+from ukl.runner import qemu
+from ukl.runner.run import decode_status
+
+
+def _opts(**kw) -> qemu.RunOptions:  # noqa: ANN003
+    return qemu.RunOptions(kernel=Path("/k/vmlinux"), initramfs=Path("/k/initramfs.cpio"), **kw)
+
+
+def _arg(cmd: list[str], flag: str) -> str:
+    return cmd[cmd.index(flag) + 1]
+
+
+def test_defaults_tcg_serial_debug_exit() -> None:
+    cmd = qemu.command(_opts())
+    assert cmd[0] == "qemu-system-x86_64"
+    assert _arg(cmd, "-accel") == "tcg"
+    assert _arg(cmd, "-serial") == "stdio"
+    assert _arg(cmd, "-kernel") == "/k/vmlinux"
+    assert _arg(cmd, "-initrd") == "/k/initramfs.cpio"
+    assert "isa-debug-exit,iobase=0xf4,iosize=0x01" in cmd
+    assert "-icount" not in cmd and "-S" not in cmd
+
+
+def test_icount_smp_mem_gdb() -> None:
+    cmd = qemu.command(_opts(icount=True, smp=2, mem="1G", gdb=True))
+    assert _arg(cmd, "-icount") == "shift=0,sleep=off"
+    assert _arg(cmd, "-smp") == "2"
+    assert _arg(cmd, "-m") == "1G"
+    assert _arg(cmd, "-gdb") == "tcp::1234" and "-S" in cmd
+
+
+@pytest.mark.parametrize("mem", ["", "0", "lots", "1T", "-5M"])
+def test_bad_mem_rejected(mem: str) -> None:
+    with pytest.raises(UklError, match="--mem"):
+        qemu.command(_opts(mem=mem))
+
+
+def test_bad_smp_rejected() -> None:
+    with pytest.raises(UklError, match="--smp"):
+        qemu.command(_opts(smp=0))
+
+
+def test_cmdline_passes_program_args_after_dashes() -> None:
+    line = qemu.kernel_cmdline(_opts(append=["loglevel=7"], program_args=["a", "b c", "x=y"]))
+    assert line == 'console=ttyS0 panic=-1 quiet loglevel=7 -- a "b c" x=y'
+
+
+def test_cmdline_without_args_has_no_dashes() -> None:
+    assert "--" not in qemu.kernel_cmdline(_opts())
+
+
+@pytest.mark.parametrize("bad", ["", 'say "hi"', "two\nlines"])
+def test_unpassable_args_rejected(bad: str) -> None:
+    with pytest.raises(UklError, match="cannot be passed"):
+        qemu.kernel_cmdline(_opts(program_args=[bad]))
+
+
+def test_too_many_args_rejected() -> None:
+    with pytest.raises(UklError, match="too many program arguments"):
+        qemu.kernel_cmdline(_opts(program_args=["x"] * 31))
+
+
+def test_overlong_cmdline_rejected() -> None:
+    with pytest.raises(UklError, match="command line"):
+        qemu.kernel_cmdline(_opts(program_args=["y" * 2100]))
+
+
+@pytest.mark.parametrize("status", [0, 1, 3, 127, 128, 200, 255])
+def test_decode_status_both_channels_agree(status: int) -> None:
+    console = b"boot...\nukl-init: exit status %d\n" % status
+    assert decode_status(((status & 127) << 1) | 1, console) == status
+
+
+def test_decode_status_rejects_disagreement_and_missing_line() -> None:
+    assert decode_status(7, b"ukl-init: exit status 4\n") is None  # port said 3
+    assert decode_status(1, b"qemu: could not load kernel\n") is None  # QEMU's own error
+    assert decode_status(0, b"ukl-init: exit status 0\n") is None  # reboot, not debug-exit

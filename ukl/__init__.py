@@ -1,0 +1,1 @@
+"""UKL: Unikernel Linux tooling (sources, kernel, image, runner)."""

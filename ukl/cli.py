@@ -1,0 +1,191 @@
+"""The `ukl` command line: the front door for users.
+
+    ukl setup                         install the Debian packages UKL needs
+    ukl series prepare|status|export|reset COMPONENT
+    ukl kernel build [FLAVOUR]        build vmlinux (incremental, ccache)
+    ukl build SOURCE... -o NAME       program + kernel -> build/images/NAME
+    ukl image create NAME --program P  image from an existing static program
+    ukl initramfs -o OUT [...]        just the initramfs
+    ukl run IMAGE [options] [-- ARGS] boot it; exit with the program's status
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn, Sequence
+
+from ukl.common.errors import UklError
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one actionable line."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UklError(f"{message} (see `{self.prog} --help`)")
+
+
+def _add_image_contents(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--file", action="append", default=[], metavar="HOST[:GUEST]",
+                   help="copy a host file into the image (default guest path /NAME)")
+    p.add_argument("--helper", action="append", default=[], metavar="CMD",
+                   help="shell command started in the background before the program")
+
+
+def _add_kernel(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kernel", default="stock", metavar="FLAVOUR",
+                   help="kernel flavour from kernel/flavours.ini (default: stock)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ukl", description="Unikernel Linux: build and run UKL images.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    sub.add_parser("setup", help="install the Debian packages UKL needs (as root)")
+
+    p = sub.add_parser("series", help="patch series <-> git trees under build/src")
+    p.add_argument("action", choices=["prepare", "status", "export", "reset"])
+    p.add_argument("component", help="a section of sources.ini (linux, glibc) or 'all'")
+
+    p = sub.add_parser("kernel", help="kernel builds")
+    p.add_argument("action", choices=["build"])
+    p.add_argument("flavour", nargs="?", default="stock")
+
+    p = sub.add_parser("build", help="compile a program and make a bootable image")
+    p.add_argument("sources", nargs="+", type=Path, help="C or C++ source files")
+    p.add_argument("-o", "--output", required=True, metavar="NAME", help="image name")
+    _add_kernel(p)
+    _add_image_contents(p)
+
+    p = sub.add_parser("image", help="images under build/images")
+    p.add_argument("action", choices=["create"])
+    p.add_argument("name")
+    p.add_argument("--program", type=Path, help="static program the image runs "
+                   "(omit for an interactive shell)")
+    _add_kernel(p)
+    _add_image_contents(p)
+
+    p = sub.add_parser("initramfs", help="write an initramfs archive")
+    p.add_argument("-o", "--output", required=True, type=Path)
+    p.add_argument("--program", type=Path)
+    _add_image_contents(p)
+
+    p = sub.add_parser("run", help="boot an image under QEMU (args after -- go to the program)")
+    p.add_argument("image", help="image name (build/images/NAME) or directory")
+    p.add_argument("--smp", type=int, default=1, help="number of CPUs (default 1)")
+    p.add_argument("--mem", default="512M", help="guest memory (default 512M)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="stop the guest after this long (exit 124)")
+    p.add_argument("--icount", action="store_true",
+                   help="deterministic mode: -icount shift=0,sleep=off (rdtsc = instructions)")
+    p.add_argument("--gdb", action="store_true",
+                   help="start paused with a gdbstub; prints the gdb command to attach")
+    p.add_argument("--append", action="append", default=[], metavar="ARG",
+                   help="extra kernel command-line argument (repeatable)")
+    p.add_argument("--quiet-console", action="store_true",
+                   help="do not echo the console (it is still logged)")
+    return parser
+
+
+def _spec(args: argparse.Namespace, program: Path | None):  # type: ignore[no-untyped-def]
+    from ukl.image.initramfs import InitramfsSpec, parse_file_arg
+    return InitramfsSpec(program=program, files=[parse_file_arg(f) for f in args.file],
+                         helpers=list(args.helper))
+
+
+def _make_image(args: argparse.Namespace, name: str, program: Path | None) -> int:
+    from ukl.image import image
+    from ukl.kernel import build as kbuild
+    spec = _spec(args, program)
+    vmlinux = kbuild.build(args.kernel)
+    img = image.create(name, vmlinux, args.kernel, spec)
+    print(f"ukl: image {name} ready in {img.path}; boot it with `ukl run {name}`",
+          file=sys.stderr)
+    return 0
+
+
+def _cmd_series(args: argparse.Namespace) -> int:
+    from ukl.sources import debian, series
+    comps = list(debian.load().values()) if args.component == "all" else [
+        debian.get(args.component)]
+    for comp in comps:
+        if args.action == "prepare":
+            print(f"ukl: {comp.name} ready in {series.prepare(comp)}", file=sys.stderr)
+        elif args.action == "reset":
+            print(f"ukl: {comp.name} reset in {series.reset(comp)}", file=sys.stderr)
+        elif args.action == "export":
+            names = series.export(comp)
+            print(f"ukl: exported {len(names)} patch(es) to {comp.series_dir}", file=sys.stderr)
+        else:
+            print(series.status(comp))
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace, program_args: list[str]) -> int:
+    from ukl.image import image
+    from ukl.runner import qemu, run
+    img = image.find(args.image)
+    opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=args.smp,
+                           mem=args.mem, icount=args.icount, gdb=args.gdb,
+                           append=list(args.append), program_args=program_args)
+    if args.timeout is not None and args.timeout <= 0:
+        raise UklError("--timeout must be a positive number of seconds")
+    timeout = None if args.gdb else args.timeout
+    outcome = run.run(opts, log_name=img.meta.name, timeout=timeout,
+                      echo=not args.quiet_console)
+    if outcome.problem:
+        run.report_problem(outcome)
+    return outcome.exit_code
+
+
+def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
+    if program_args and args.command != "run":
+        raise UklError("arguments after '--' are only accepted by `ukl run`")
+    if args.command == "setup":
+        from ukl.host import packages
+        packages.ensure()
+        print("ukl: all required Debian packages are installed", file=sys.stderr)
+        return 0
+    if args.command == "series":
+        return _cmd_series(args)
+    if args.command == "kernel":
+        from ukl.kernel import build as kbuild
+        print(f"ukl: kernel {args.flavour}: {kbuild.build(args.flavour)}", file=sys.stderr)
+        return 0
+    if args.command == "build":
+        from ukl.toolchain import host_cc
+        program = host_cc.compile_static(list(args.sources), args.output)
+        return _make_image(args, args.output, program)
+    if args.command == "image":
+        return _make_image(args, args.name, args.program)
+    if args.command == "initramfs":
+        from ukl.image import initramfs
+        initramfs.write(_spec(args, args.program), args.output)
+        return 0
+    return _cmd_run(args, program_args)
+
+
+def split_program_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split at the first '--': ukl's own arguments, then the program's."""
+    argv = list(argv)
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    own, program_args = split_program_args(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(own)
+        return dispatch(args, program_args)
+    except UklError as e:
+        print(f"ukl: error: {e.message}", file=sys.stderr)
+        if e.detail:
+            print(e.detail.rstrip(), file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("ukl: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,1 @@
+"""Pieces shared by every layer: errors, paths, logged subprocesses."""

@@ -1,0 +1,1 @@
+"""The build host: which Debian packages UKL needs, and installing them."""

@@ -1,0 +1,103 @@
+"""Debian packages the build host needs, each with the reason it is needed.
+
+`ukl setup` installs what is missing with apt-get (as root), saying what and
+why. Nothing is ever downloaded from anywhere but Debian's archive.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from ukl.common.errors import UklError
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    why: str
+
+
+# Grouped by layer so a later issue adds its needs in one place.
+SOURCES = [
+    Package("linux-source-6.1", "the Linux 6.1 source that the UKL patch series applies to"),
+    Package("glibc-source", "the glibc 2.36 source that the UKL libc patch series applies to"),
+    Package("xz-utils", "to unpack the Debian source tarballs"),
+    Package("git", "patch series are materialised as git trees"),
+]
+KERNEL_BUILD = [
+    Package("gcc", "compiles the kernel and test programs"),
+    Package("make", "drives Kbuild"),
+    Package("libc6-dev", "static test programs link against libc.a"),
+    Package("flex", "Kconfig and dtc lexers"),
+    Package("bison", "Kconfig parser"),
+    Package("bc", "Kbuild computes timer constants with bc"),
+    Package("libelf-dev", "objtool (ORC unwinder, noinstr checks) reads ELF files"),
+    Package("ccache", "kernel rebuilds reuse earlier compiles"),
+]
+RUNTIME = [
+    Package("qemu-system-x86", "boots the images (TCG, no hardware virtualisation needed)"),
+    Package("busybox-static", "the guest userland: init shell, mount, ip, dd"),
+]
+ALL = SOURCES + KERNEL_BUILD + RUNTIME
+
+
+def installed(names: list[str]) -> set[str]:
+    """The subset of `names` that dpkg reports as installed."""
+    if not names:
+        return set()
+    res = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Package} ${db:Status-Status}\n", *names],
+        capture_output=True, text=True,
+    )
+    # dpkg-query exits 1 when some names are unknown; the output still lists
+    # the ones it knows.
+    found = set()
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1] == "installed":
+            found.add(parts[0])
+    return found
+
+
+def missing(packages: list[Package]) -> list[Package]:
+    have = installed([p.name for p in packages])
+    return [p for p in packages if p.name not in have]
+
+
+def ensure(packages: list[Package] = ALL) -> None:
+    """Install whatever is missing, or explain exactly what to install."""
+    if shutil.which("dpkg-query") is None:
+        raise UklError("this host is not Debian-based (no dpkg-query); UKL needs Debian 12")
+    todo = missing(packages)
+    if not todo:
+        return
+    names = [p.name for p in todo]
+    print("ukl: installing Debian packages:", file=sys.stderr)
+    for p in todo:
+        print(f"   {p.name:18} {p.why}", file=sys.stderr)
+    if os.geteuid() != 0:
+        raise UklError(
+            "missing Debian packages; as root run: apt-get install " + " ".join(names)
+        )
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    # A fresh machine may have empty package lists; refresh them first.
+    _apt(["apt-get", "update"], env, "apt-get update")
+    _apt(["apt-get", "install", "-y", "--no-install-recommends", *names], env,
+         "apt-get install")
+    still = missing(todo)
+    if still:
+        raise UklError("apt-get did not install: " + " ".join(p.name for p in still))
+
+
+def _apt(cmd: list[str], env: dict[str, str], what: str) -> None:
+    res = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise UklError(
+            f"{what} failed (exit status {res.returncode}); check the network and "
+            "/etc/apt/sources.list, then rerun",
+            detail=(res.stderr or res.stdout)[-2000:],
+        )

@@ -1,0 +1,1 @@
+"""The image layer: initramfs (busybox + init + files) and image directories."""

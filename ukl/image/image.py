@@ -1,0 +1,79 @@
+"""Image directories: build/images/NAME/{vmlinux, initramfs.cpio, image.json}.
+
+An image is self-contained: the kernel is copied in, so rebuilding a kernel
+flavour never changes an image that was already made.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ukl.common import paths
+from ukl.common.errors import UklError
+from ukl.image import initramfs
+
+KERNEL_FILE = "vmlinux"
+INITRAMFS_FILE = "initramfs.cpio"
+META_FILE = "image.json"
+
+
+@dataclass
+class ImageMeta:
+    name: str
+    kernel_flavour: str
+    # 'process': the program runs as an ordinary process on that kernel.
+    mode: str
+    program: str
+
+
+@dataclass
+class Image:
+    path: Path
+    meta: ImageMeta
+
+    @property
+    def kernel(self) -> Path:
+        return self.path / KERNEL_FILE
+
+    @property
+    def initramfs(self) -> Path:
+        return self.path / INITRAMFS_FILE
+
+
+def valid_name(name: str) -> bool:
+    return bool(name) and all(c.isalnum() or c in "-_." for c in name) and name[0] != "."
+
+
+def create(name: str, vmlinux: Path, flavour: str, spec: initramfs.InitramfsSpec) -> Image:
+    if not valid_name(name):
+        raise UklError(f"bad image name {name!r}: use letters, digits, '-', '_' and '.'")
+    out = paths.images_dir() / name
+    out.mkdir(parents=True, exist_ok=True)
+    initramfs.write(spec, out / INITRAMFS_FILE)
+    shutil.copyfile(vmlinux, out / KERNEL_FILE)
+    meta = ImageMeta(name=name, kernel_flavour=flavour, mode="process",
+                     program=spec.program_guest_path())
+    (out / META_FILE).write_text(json.dumps(asdict(meta), indent=2) + "\n")
+    return Image(out, meta)
+
+
+def find(ref: str) -> Image:
+    """An image by name (under build/images) or by directory path."""
+    candidates = [Path(ref)] if ("/" in ref or ref.startswith(".")) else [
+        paths.images_dir() / ref]
+    for path in candidates:
+        meta_file = path / META_FILE
+        if meta_file.is_file():
+            meta = ImageMeta(**json.loads(meta_file.read_text()))
+            image = Image(path, meta)
+            for f in (image.kernel, image.initramfs):
+                if not f.is_file():
+                    raise UklError(f"image {path} is incomplete: {f.name} is missing; "
+                                   "recreate it with `ukl build` or `ukl image create`")
+            return image
+    known = sorted(p.name for p in paths.images_dir().glob("*") if (p / META_FILE).is_file()) \
+        if paths.images_dir().is_dir() else []
+    hint = f"known images: {', '.join(known)}" if known else "no images built yet"
+    raise UklError(f"no image '{ref}' ({hint}); create one with `ukl build SOURCE.c -o NAME`")

@@ -1,0 +1,39 @@
+#!/bin/busybox sh
+# PID 1 of every ukl image (generated from ukl/image/init.sh).
+#
+# Mounts the basics, starts the image's helper processes, runs the program
+# with the arguments the kernel passed after `--` on its command line, and
+# hands the program's exit status to the host.
+
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root TERM=vt100
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+ip link set lo up
+
+# Defines UKL_PROGRAM and ukl_start_helpers.
+. /etc/ukl/image.conf
+
+ukl_report() {
+	# The full status goes in this line, which the host reads from the
+	# console. QEMU's isa-debug-exit device then ends the VM with exit code
+	# (value << 1) | 1; only 7 bits of the value survive the host's 8-bit
+	# exit status, so it serves as a cross-check that the guest got here.
+	echo "ukl-init: exit status $1"
+	printf "\\$(printf %03o $(($1 & 127)))" |
+		dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
+	# Without the debug-exit device, stop the machine anyway (-no-reboot).
+	reboot -f
+}
+
+ukl_start_helpers
+
+if [ -z "$UKL_PROGRAM" ]; then
+	# No program: an interactive shell on the console.
+	setsid cttyhack sh
+	ukl_report $?
+fi
+"$UKL_PROGRAM" "$@"
+ukl_report $?

@@ -1,0 +1,1 @@
+"""The kernel layer: config fragments, flavours and incremental builds."""

@@ -1,0 +1,100 @@
+"""Incremental, ccache-backed kernel builds, one output directory per flavour.
+
+The source tree is build/src/linux (Debian source + our series); objects go to
+build/kernel/FLAVOUR via Kbuild's O=, so several flavours share one tree and
+each rebuilds only what changed.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+
+from ukl.common import paths
+from ukl.common.errors import UklError
+from ukl.common.proc import StepCounter, run_logged
+from ukl.kernel import config
+from ukl.sources import debian, series
+
+# Kbuild's quiet output: two spaces, an upper-case tag, the target.
+_KBUILD_STEP = re.compile(r"^  [A-Z][A-Z0-9_]* +\S")
+# Steps of a cold build of the stock flavour, measured; refined per output
+# directory after each build (stored in .ukl-steps).
+_DEFAULT_STEPS = 1500
+_STEPS_FILE = ".ukl-steps"
+_CONFIG_STAMP = ".ukl-config-digest"
+
+
+def output_dir(flavour: str) -> Path:
+    return paths.kernel_builds_dir() / flavour
+
+
+def vmlinux_path(flavour: str) -> Path:
+    return output_dir(flavour) / "vmlinux"
+
+
+def _make_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Paths under build/ are rewritten relative, and the working directory is
+    # not hashed, so a clone in another directory still hits the cache.
+    env.setdefault("CCACHE_BASEDIR", str(paths.build_root()))
+    env.setdefault("CCACHE_NOHASHDIR", "1")
+    # Stable version banner: the same sources give the same vmlinux strings.
+    env.setdefault("KBUILD_BUILD_USER", "ukl")
+    env.setdefault("KBUILD_BUILD_HOST", "ukl")
+    return env
+
+
+def _make(tree: Path, out: Path, *targets: str) -> list[str]:
+    cc = "ccache gcc" if shutil.which("ccache") else "gcc"
+    return ["make", "-C", str(tree), f"O={out}", f"-j{os.cpu_count() or 1}",
+            f"CC={cc}", f"HOSTCC={cc}", *targets]
+
+
+def configure(tree: Path, flavour: config.Flavour) -> Path:
+    """(Re)generate .config when the fragments changed; verify every option."""
+    out = output_dir(flavour.name)
+    out.mkdir(parents=True, exist_ok=True)
+    wanted = config.merged_options(flavour)
+    text = config.render(wanted)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    stamp = out / _CONFIG_STAMP
+    dot_config = out / ".config"
+    if dot_config.is_file() and stamp.is_file() and stamp.read_text() == digest:
+        return dot_config
+    allconfig = out / "ukl-allconfig"
+    allconfig.write_text(text)
+    env = _make_env()
+    env["KCONFIG_ALLCONFIG"] = str(allconfig)
+    run_logged(_make(tree, out, "allnoconfig"), label=f"configure kernel {flavour.name}",
+               log_path=paths.logs_dir() / f"kernel-{flavour.name}-config.log", env=env)
+    bad = config.mismatches(wanted, config.parse(dot_config.read_text(), str(dot_config)))
+    if bad:
+        raise UklError(
+            f"kernel flavour {flavour.name}: {len(bad)} option(s) did not take effect "
+            f"(missing dependency?); fix {', '.join(f.name for f in flavour.fragments)}",
+            detail="\n".join(bad))
+    stamp.write_text(digest)
+    return dot_config
+
+
+def build(flavour_name: str) -> Path:
+    """Build vmlinux for a flavour (incrementally) and return its path."""
+    flavour = config.get_flavour(flavour_name)
+    tree = series.prepare(debian.get("linux"))
+    configure(tree, flavour)
+    out = output_dir(flavour.name)
+    steps_file = out / _STEPS_FILE
+    expected = int(steps_file.read_text()) if steps_file.is_file() else _DEFAULT_STEPS
+    counter = StepCounter(_KBUILD_STEP, expected)
+    run_logged(_make(tree, out, "vmlinux"), label=f"kernel {flavour.name}",
+               log_path=paths.logs_dir() / f"kernel-{flavour.name}.log",
+               env=_make_env(), counter=counter)
+    if counter.seen > expected or not steps_file.is_file():
+        steps_file.write_text(str(max(counter.seen, 1)))
+    vmlinux = vmlinux_path(flavour.name)
+    if not vmlinux.is_file():
+        raise UklError(f"kernel build finished but {vmlinux} is missing")
+    return vmlinux

@@ -1,0 +1,85 @@
+"""Kconfig fragments: parse, merge, and check what Kconfig actually chose.
+
+Kconfig silently drops an option whose dependencies are not met, so after
+`allnoconfig` with our fragment we compare the resulting .config with every
+line of the fragment and fail naming each option that did not stick.
+"""
+from __future__ import annotations
+
+import configparser
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ukl.common import paths
+from ukl.common.errors import UklError
+
+CONFIGS_DIR = paths.REPO_ROOT / "kernel" / "configs"
+FLAVOURS_INI = paths.REPO_ROOT / "kernel" / "flavours.ini"
+
+_SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
+_UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
+
+
+@dataclass(frozen=True)
+class Flavour:
+    name: str
+    description: str
+    fragments: tuple[Path, ...]
+
+
+def parse(text: str, origin: str = "<fragment>") -> dict[str, str]:
+    """Option -> value ('y', 'm', a string or number; 'n' for 'is not set')."""
+    options: dict[str, str] = {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if m := _UNSET.match(line):
+            options[m.group(1)] = "n"
+        elif m := _SET.match(line):
+            options[m.group(1)] = m.group(2)
+        elif line and not line.startswith("#"):
+            raise UklError(f"{origin}:{lineno}: not a Kconfig line: {line!r}")
+    return options
+
+
+def render(options: dict[str, str]) -> str:
+    return "".join(
+        f"# {k} is not set\n" if v == "n" else f"{k}={v}\n" for k, v in options.items())
+
+
+def mismatches(wanted: dict[str, str], actual: dict[str, str]) -> list[str]:
+    """Human-readable list of options whose final value differs from the fragment."""
+    out = []
+    for opt, want in wanted.items():
+        got = actual.get(opt, "n")
+        if got != want:
+            out.append(f"{opt}: wanted {want}, Kconfig chose {got}")
+    return out
+
+
+def load_flavours(ini: Path = FLAVOURS_INI, configs: Path = CONFIGS_DIR) -> dict[str, Flavour]:
+    parser = configparser.ConfigParser()
+    if not parser.read(ini):
+        raise UklError(f"cannot read {ini}")
+    flavours = {}
+    for name in parser.sections():
+        frags = tuple(configs / f for f in parser[name]["fragments"].split())
+        for f in frags:
+            if not f.is_file():
+                raise UklError(f"flavour {name}: missing fragment {f}")
+        flavours[name] = Flavour(name, parser[name].get("description", ""), frags)
+    return flavours
+
+
+def get_flavour(name: str) -> Flavour:
+    flavours = load_flavours()
+    if name not in flavours:
+        raise UklError(f"unknown kernel flavour '{name}'; known: {', '.join(sorted(flavours))}")
+    return flavours[name]
+
+
+def merged_options(flavour: Flavour) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for frag in flavour.fragments:
+        options.update(parse(frag.read_text(), str(frag)))
+    return options

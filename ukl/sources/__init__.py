@@ -1,0 +1,1 @@
+"""Debian source packages and our patch series on top of them."""

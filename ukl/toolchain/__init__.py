@@ -1,0 +1,1 @@
+"""Compiling applications for images."""
