@@ -40,6 +40,7 @@ KERNEL_BUILD = [
 RUNTIME = [
     Package("qemu-system-x86", "boots the images (TCG, no hardware virtualisation needed)"),
     Package("busybox-static", "the guest userland: init shell, mount, ip, dd"),
+    Package("gdb", "`ukl run --gdb` attaches gdb to the guest kernel and application"),
 ]
 ALL = SOURCES + KERNEL_BUILD + RUNTIME
 
