@@ -179,7 +179,10 @@ def split_program_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     own, program_args = split_program_args(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(own)
+        args, unknown = build_parser().parse_known_args(own)
+        if unknown:
+            raise UklError(f"unrecognized arguments: {' '.join(unknown)} "
+                           f"(see `ukl {args.command} --help`)")
         return dispatch(args, program_args)
     except UklError as e:
         print(f"ukl: error: {e.message}", file=sys.stderr)

@@ -1,9 +1,12 @@
 """The CLI's pure parts and its one-line errors for bad input."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from tests.conftest import ukl
+from tests.conftest import REPO, ukl
 from ukl import cli
 from ukl.common.errors import UklError
 
@@ -23,9 +26,9 @@ def test_run_options_parse() -> None:
     assert args.append == ["loglevel=7", "nokaslr"]
 
 
-def test_unknown_option_is_a_ukl_error() -> None:
-    with pytest.raises(UklError, match="unrecognized arguments: --bogus"):
-        cli.build_parser().parse_args(["run", "img", "--bogus"])
+def test_bad_option_value_is_a_ukl_error() -> None:
+    with pytest.raises(UklError, match="invalid int value"):
+        cli.build_parser().parse_args(["run", "img", "--smp", "two"])
 
 
 def test_program_args_only_for_run() -> None:
@@ -48,10 +51,26 @@ def test_missing_image_is_one_line(tmp_path) -> None:  # noqa: ANN001
 def test_unknown_option_is_one_line() -> None:
     res = ukl("run", "hello", "--frobnicate")
     assert res.returncode == 2
-    assert "--frobnicate" in _one_line_error(res)
+    line = _one_line_error(res)
+    assert "unrecognized arguments: --frobnicate" in line
+    assert "`ukl run --help`" in line
 
 
-def test_bad_smp_and_mem_are_one_line(tmp_path) -> None:  # noqa: ANN001
+def test_missing_qemu_is_one_line(tmp_path) -> None:  # noqa: ANN001
+    image = tmp_path / "img"
+    image.mkdir()
+    (image / "vmlinux").write_bytes(b"")
+    (image / "initramfs.cpio").write_bytes(b"")
+    (image / "image.json").write_text(
+        '{"name": "img", "kernel_flavour": "stock", "mode": "process", "program": ""}')
+    res = subprocess.run([sys.executable, str(REPO / "bin" / "ukl"), "run", str(image)],
+                         env={"PATH": str(tmp_path)}, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True)
+    assert res.returncode == 2
+    assert "qemu-system-x86_64 not found" in _one_line_error(res)
+
+
+def test_bad_smp_is_one_line() -> None:
     res = ukl("run", "x", "--smp", "many")
     assert res.returncode == 2
     assert "invalid int value" in _one_line_error(res)
