@@ -6,6 +6,7 @@
     ukl build SOURCE... -o NAME       program + kernel -> build/images/NAME
     ukl image create NAME --program P  image from an existing static program
     ukl initramfs -o OUT [...]        just the initramfs
+    ukl lint FILE...                  check objects for code unfit for CPL0/kernel link
     ukl run IMAGE [options] [-- ARGS] boot it; exit with the program's status
 """
 from __future__ import annotations
@@ -71,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, type=Path)
     p.add_argument("--program", type=Path)
     _add_image_contents(p)
+
+    p = sub.add_parser("lint", help="check objects/archives for code that cannot run in the "
+                       "kernel (raw syscalls, red zone, 32-bit relocations, GOT/PLT/IFUNC)")
+    p.add_argument("files", nargs="+", type=Path)
 
     p = sub.add_parser("run", help="boot an image under QEMU (args after -- go to the program)")
     p.add_argument("image", help="image name (build/images/NAME) or directory")
@@ -140,6 +145,19 @@ def _cmd_run(args: argparse.Namespace, program_args: list[str]) -> int:
     return outcome.exit_code
 
 
+def _cmd_lint(files: list[Path]) -> int:
+    from ukl.toolchain import lint
+    failed = False
+    for path in files:
+        findings = lint.lint(path)
+        if findings:
+            failed = True
+            print(lint.report(path, findings), file=sys.stderr)
+        else:
+            print(f"ukl lint: {path}: clean", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
     if program_args and args.command != "run":
         raise UklError("arguments after '--' are only accepted by `ukl run`")
@@ -160,6 +178,8 @@ def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
         return _make_image(args, args.output, program)
     if args.command == "image":
         return _make_image(args, args.name, args.program)
+    if args.command == "lint":
+        return _cmd_lint(args.files)
     if args.command == "initramfs":
         from ukl.image import initramfs
         initramfs.write(_spec(args, args.program), args.output)

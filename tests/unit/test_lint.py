@@ -1,0 +1,98 @@
+"""`ukl lint` catches each kind of code that cannot be linked into the kernel."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ukl
+from ukl.toolchain.lint import lint
+
+KERNEL_FLAGS = ["-O2", "-mcmodel=kernel", "-mno-red-zone", "-fno-pic", "-fno-pie"]
+
+
+def _obj(tmp_path: Path, code: str, flags: list[str] = KERNEL_FLAGS) -> Path:
+    src = tmp_path / "t.c"
+    src.write_text(code)
+    obj = tmp_path / "t.o"
+    subprocess.run(["gcc", *flags, "-c", src, "-o", obj], check=True)
+    return obj
+
+
+def _problems(obj: Path) -> list[str]:
+    return [f"{f.where}: {f.problem}" for f in lint(obj)]
+
+
+def test_clean_kernel_model_object(tmp_path: Path) -> None:
+    obj = _obj(tmp_path, "int g; int *addr(void) { return &g; }\n"
+               "int leaf(int x) { volatile int a[4]; a[0] = x; return a[0]; }\n")
+    assert lint(obj) == []
+    res = ukl("lint", str(obj))
+    assert res.returncode == 0 and "clean" in res.stderr
+
+
+def test_raw_syscall_named(tmp_path: Path) -> None:
+    obj = _obj(tmp_path, "long my_getpid(void) { long r; __asm__ volatile(\"syscall\" "
+               ": \"=a\"(r) : \"0\"(39L) : \"rcx\", \"r11\", \"memory\"); return r; }\n")
+    problems = _problems(obj)
+    assert len(problems) == 1 and problems[0].startswith("my_getpid: raw `syscall`")
+    res = ukl("lint", str(obj))
+    assert res.returncode == 1 and "my_getpid: raw `syscall`" in res.stderr
+
+
+def test_int80_and_sysenter_named(tmp_path: Path) -> None:
+    obj = _obj(tmp_path, "void a(void) { __asm__ volatile(\"int $0x80\"); }\n"
+               "void b(void) { __asm__ volatile(\"sysenter\"); }\n")
+    assert [p.split(":")[0] for p in _problems(obj)] == ["a", "b"]
+
+
+def test_red_zone_store_named(tmp_path: Path) -> None:
+    obj = _obj(tmp_path, "int uses_red_zone(int x) { volatile int a[4]; a[0] = x; "
+               "return a[0]; }\n", ["-O2", "-mcmodel=kernel", "-fno-pic"])
+    problems = _problems(obj)
+    assert problems and all(p.startswith("uses_red_zone: red-zone access") for p in problems)
+
+
+def test_abs32_relocation_named(tmp_path: Path) -> None:
+    obj = _obj(tmp_path, "int g; int *small_model_addr(void) { return &g; }\n",
+               ["-O2", "-mcmodel=small", "-mno-red-zone", "-fno-pic"])
+    assert _problems(obj) == [
+        "small_model_addr: R_X86_64_32 relocation against g at 0x0; "
+        "build with -mcmodel=kernel -fno-pic"]
+
+
+def test_got_relocation_named(tmp_path: Path) -> None:
+    obj = _obj(tmp_path, "extern int ext; int via_got(void) { return ext; }\n",
+               ["-O2", "-mno-red-zone", "-fPIC"])
+    problems = _problems(obj)
+    assert len(problems) == 1 and problems[0].startswith("via_got: R_X86_64_REX_GOTPCRELX")
+
+
+def test_ifunc_named(tmp_path: Path) -> None:
+    obj = _obj(tmp_path, "static int impl(void) { return 1; }\n"
+               "static void *pick(void) { return (void *)impl; }\n"
+               "int chosen(void) __attribute__((ifunc(\"pick\")));\n")
+    assert "chosen: IFUNC symbol (needs IRELATIVE relocations); build without multi-arch" \
+        in _problems(obj)
+
+
+def test_archive_members_named(tmp_path: Path) -> None:
+    obj = _obj(tmp_path, "void bad(void) { __asm__ volatile(\"syscall\"); }\n")
+    archive = tmp_path / "libt.a"
+    subprocess.run(["ar", "rcs", archive, obj], check=True)
+    findings = lint(archive)
+    assert [(f.obj, f.where) for f in findings] == [("t.o", "bad")]
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    res = ukl("lint", str(tmp_path / "nope.o"))
+    assert res.returncode == 2 and "does not exist" in res.stderr
+
+
+@pytest.mark.parametrize("junk", [b"not an object"])
+def test_unreadable_file_is_error(tmp_path: Path, junk: bytes) -> None:
+    f = tmp_path / "junk.o"
+    f.write_bytes(junk)
+    res = ukl("lint", str(f))
+    assert res.returncode == 2 and "cannot read" in res.stderr
