@@ -3,6 +3,7 @@
     ukl setup                         install the Debian packages UKL needs
     ukl series prepare|status|export|reset COMPONENT
     ukl kernel build [FLAVOUR]        build vmlinux (incremental, ccache)
+    ukl toolchain build               UKL glibc (+ support libraries) -> build/toolchain
     ukl build SOURCE... -o NAME       program + kernel -> build/images/NAME
     ukl image create NAME --program P  image from an existing static program
     ukl initramfs -o OUT [...]        just the initramfs
@@ -53,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("kernel", help="kernel builds")
     p.add_argument("action", choices=["build"])
     p.add_argument("flavour", nargs="?", default="stock")
+
+    p = sub.add_parser("toolchain", help="the UKL toolchain (glibc sysroot, support libraries)")
+    p.add_argument("action", choices=["build"])
 
     p = sub.add_parser("build", help="compile a program and make a bootable image")
     p.add_argument("sources", nargs="+", type=Path, help="C or C++ source files")
@@ -171,6 +175,10 @@ def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
     if args.command == "kernel":
         from ukl.kernel import build as kbuild
         print(f"ukl: kernel {args.flavour}: {kbuild.build(args.flavour)}", file=sys.stderr)
+        return 0
+    if args.command == "toolchain":
+        from ukl.toolchain import glibc
+        print(f"ukl: UKL sysroot ready in {glibc.build()}", file=sys.stderr)
         return 0
     if args.command == "build":
         from ukl.toolchain import host_cc

@@ -62,11 +62,19 @@ def test_abs32_relocation_named(tmp_path: Path) -> None:
         "build with -mcmodel=kernel -fno-pic"]
 
 
-def test_got_relocation_named(tmp_path: Path) -> None:
+def test_unrelaxable_got_relocation_named(tmp_path: Path) -> None:
+    # Without relaxable relocations the assembler emits plain GOTPCREL,
+    # which leaves a GOT entry in the final link.
     obj = _obj(tmp_path, "extern int ext; int via_got(void) { return ext; }\n",
-               ["-O2", "-mno-red-zone", "-fPIC"])
+               ["-O2", "-mno-red-zone", "-fPIC", "-Wa,-mrelax-relocations=no"])
     problems = _problems(obj)
-    assert len(problems) == 1 and problems[0].startswith("via_got: R_X86_64_REX_GOTPCRELX")
+    assert len(problems) == 1 and problems[0].startswith("via_got: R_X86_64_GOTPCREL ")
+
+
+def test_relaxable_got_and_debug_relocations_pass(tmp_path: Path) -> None:
+    obj = _obj(tmp_path, "extern int ext; int via_got(void) { return ext; }\n",
+               ["-O2", "-g", "-mno-red-zone", "-fPIC"])
+    assert lint(obj) == []
 
 
 def test_ifunc_named(tmp_path: Path) -> None:

@@ -32,12 +32,17 @@ class StepCounter:
     pattern: re.Pattern[str]
     expected: int
     seen: int = 0
+    # What the last step was about: the pattern's 'what' group, if it has
+    # one, else the whole line.
+    last: str = ""
 
     def feed(self, line: str) -> bool:
-        if self.pattern.match(line):
-            self.seen += 1
-            return True
-        return False
+        m = self.pattern.match(line)
+        if not m:
+            return False
+        self.seen += 1
+        self.last = (m.groupdict().get("what") or line).strip()
+        return True
 
     def percent(self) -> int:
         if self.expected <= 0:
@@ -120,7 +125,7 @@ def run_logged(
         for line in proc.stdout:
             log.write(line)
             if counter is not None and counter.feed(line):
-                progress.update(counter.percent(), line.strip())
+                progress.update(counter.percent(), counter.last)
             elif counter is None:
                 elapsed = int(time.monotonic() - started)
                 progress.update(0, f"{elapsed}s {line.strip()}")

@@ -37,12 +37,18 @@ KERNEL_BUILD = [
     Package("libelf-dev", "objtool (ORC unwinder, noinstr checks) reads ELF files"),
     Package("ccache", "kernel rebuilds reuse earlier compiles"),
 ]
+TOOLCHAIN = [
+    Package("gawk", "glibc's configure and build scripts need GNU awk"),
+    Package("linux-libc-dev", "kernel UAPI headers installed into the UKL sysroot"),
+    Package("binutils", "ld -r, objcopy and objdump for UKL objects and `ukl lint`"),
+    Package("g++", "compiles C++ applications and the C++ support libraries"),
+]
 RUNTIME = [
     Package("qemu-system-x86", "boots the images (TCG, no hardware virtualisation needed)"),
     Package("busybox-static", "the guest userland: init shell, mount, ip, dd"),
     Package("gdb", "`ukl run --gdb` attaches gdb to the guest kernel and application"),
 ]
-ALL = SOURCES + KERNEL_BUILD + RUNTIME
+ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME
 
 
 def installed(names: list[str]) -> set[str]:

@@ -7,8 +7,12 @@ Checks an object, archive or relocatable UKL image for:
     at CPL0 push their frame onto the current stack and would clobber it;
   - R_X86_64_32 relocations: zero-extended 32-bit addresses cannot reach the
     kernel's top 2 GiB (kernel-model code uses sign-extended R_X86_64_32S);
-  - GOT/PLT relocations, IFUNC symbols and .got/.plt sections, which the
-    kernel's linker script rejects.
+  - GOT/PLT relocations the linker cannot relax away, IFUNC symbols and
+    .got/.plt sections, all of which the kernel's linker script rejects.
+    (GOTPCRELX/REX_GOTPCRELX and initial-exec GOTTPOFF are fine: a static
+    link always rewrites them into direct references.)
+Relocations in debug sections are not checked: R_X86_64_32 offsets between
+DWARF sections are normal and never loaded.
 Each finding names the object and function (or section) it is in.
 """
 from __future__ import annotations
@@ -25,10 +29,11 @@ _FILE = re.compile(r"^(?:In archive .*|(\S+):\s+file format \S+)$")
 _FUNC = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 _INSN = re.compile(r"^\s*([0-9a-f]+):\t(\S+)\s*([^\t]*)")
 _INLINE_RELOC = re.compile(r"\t[0-9a-f]+: (R_X86_64_\w+)\t(\S+)")
-_BELOW_RSP = re.compile(r"-0x[0-9a-f]+\(%rsp[,)]")
+_BELOW_RSP = re.compile(r"-0x[0-9a-f]+\(%rsp\)")
 _RAW_SYSCALL = {"syscall", "sysenter"}
 _BAD_RELOCS = re.compile(
-    r"R_X86_64_(32|GOT\w*|REX_GOT\w*|PLTOFF64|IRELATIVE|COPY|GLOB_DAT|JUMP_SLOT)$")
+    r"R_X86_64_(32|GOTPCREL|GOTPCREL64|GOT32|GOT64|GOTOFF64|GOTPC32|GOTPC64|GOTPLT64"
+    r"|PLTOFF64|IRELATIVE|COPY|GLOB_DAT|JUMP_SLOT)$")
 _BAD_SECTIONS = {".got", ".got.plt", ".plt", ".plt.got", ".iplt", ".rela.iplt",
                  ".rela.plt"}
 _READELF_FILE = re.compile(r"^File: (?:.*\()?([^()]+?)\)?$")
@@ -108,7 +113,8 @@ def scan_tables(readelf_text: str, obj: str) -> list[Finding]:
             section = m.group(1)
         elif m := _READELF_RELOC.match(line):
             # Code relocations are reported by scan_code with function names.
-            if _BAD_RELOCS.match(m.group(1)) and not section.startswith(".text"):
+            if _BAD_RELOCS.match(m.group(1)) and not section.startswith(
+                    (".text", ".debug", ".init", ".fini")):
                 findings.append(Finding(obj, f"section {section}",
                                         f"{m.group(1)} relocation against {m.group(2)}"))
         elif m := _READELF_SECTION.match(line):

@@ -1,0 +1,110 @@
+/*
+ * Host stand-in for the kernel's UKL entry point.
+ *
+ * ukl-cc links every program twice: into a relocatable UKL object for the
+ * kernel, and into an ordinary static executable that runs on the build
+ * host (so ./configure probes and the host-side tests can run it).  In the
+ * host executable, this file provides ukl_entry_SYSCALL_64 on top of the
+ * real syscall instruction.
+ *
+ * Contract (libc/patches, sysdeps/unix/sysv/linux/x86_64/sysdep.h): like
+ * the syscall instruction - number in %rax, arguments in %rdi, %rsi, %rdx,
+ * %r10, %r8, %r9, result in %rax, %rcx/%r11/flags clobbered - and the
+ * return address pushed by the call is consumed.  The kernel's entry keeps
+ * the return address in its saved registers; a user-space stand-in has
+ * only the stack, so the calls whose stack differs on return get special
+ * treatment below.
+ */
+#define NR_rt_sigreturn	15
+#define NR_clone	56
+#define NR_vfork	58
+#define NR_clone3	435
+#define CLONE_VFORK	0x4000
+#define SIGCHLD		17
+#define CLONE_ARGS_STACK	40	/* offsetof(struct clone_args, stack) */
+#define CLONE_ARGS_STACK_SIZE	48
+
+	.text
+	.globl	ukl_entry_SYSCALL_64
+	.type	ukl_entry_SYSCALL_64, @function
+	.p2align 4
+ukl_entry_SYSCALL_64:
+	.cfi_startproc
+	cmpl	$NR_clone, %eax
+	je	.Lclone
+	cmpl	$NR_clone3, %eax
+	je	.Lclone3
+	cmpl	$NR_vfork, %eax
+	je	.Lvfork
+	cmpl	$NR_rt_sigreturn, %eax
+	je	.Lsigreturn
+.Lplain:
+	syscall
+	ret
+
+	/*
+	 * The kernel finds the signal frame from the stack pointer the
+	 * restorer had: drop the return address first.  Never returns.
+	 */
+.Lsigreturn:
+	addq	$8, %rsp
+	syscall
+	hlt
+
+	/*
+	 * A clone child with a new stack resumes on that stack, so it must
+	 * find the return address there.  %rsi (the new stack) is restored
+	 * in parent and child.
+	 */
+.Lclone:
+	testq	%rsi, %rsi
+	jz	.Lplain
+	movq	(%rsp), %rcx
+	subq	$8, %rsi
+	movq	%rcx, (%rsi)
+	syscall
+	leaq	8(%rsi), %rsi
+	ret
+
+	/*
+	 * The same for clone3, whose child stack is stack + stack_size in
+	 * the struct clone_args at %rdi.  The parent restores stack_size.
+	 */
+.Lclone3:
+	movq	CLONE_ARGS_STACK(%rdi), %rcx
+	testq	%rcx, %rcx
+	jz	.Lplain
+	addq	CLONE_ARGS_STACK_SIZE(%rdi), %rcx
+	movq	(%rsp), %r11
+	movq	%r11, -8(%rcx)
+	subq	$8, CLONE_ARGS_STACK_SIZE(%rdi)
+	syscall
+	testq	%rax, %rax
+	jz	1f
+	addq	$8, CLONE_ARGS_STACK_SIZE(%rdi)
+1:	ret
+
+	/*
+	 * A vfork child shares the parent's stack and would overwrite the
+	 * return address the parent still needs.  Give the child its own
+	 * memory instead (clone without CLONE_VM), keeping vfork's ordering:
+	 * the parent sleeps until the child execs or exits.
+	 */
+.Lvfork:
+	pushq	%rdi
+	.cfi_adjust_cfa_offset 8
+	pushq	%rsi
+	.cfi_adjust_cfa_offset 8
+	movl	$NR_clone, %eax
+	movl	$(CLONE_VFORK | SIGCHLD), %edi
+	xorl	%esi, %esi
+	syscall
+	popq	%rsi
+	.cfi_adjust_cfa_offset -8
+	popq	%rdi
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size	ukl_entry_SYSCALL_64, .-ukl_entry_SYSCALL_64
+
+	.section .note.GNU-stack, "", @progbits

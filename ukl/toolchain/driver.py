@@ -1,0 +1,185 @@
+"""ukl-cc / ukl-c++: drop-in compiler drivers for UKL applications.
+
+Compiling adds the UKL sysroot and the kernel code-generation flags. The
+final link produces two things in one file:
+
+  * an ordinary static executable for the build host, linked at a user
+    address with a stand-in for the kernel's entry point (toolchain/
+    host-entry.S), so ./configure probes and host-side tests can run it;
+  * embedded in its `.ukl.object` section, the relocatable UKL object
+    (app + libc + libgcc [+ libstdc++]) that `ukl build` links into vmlinux.
+    Every symbol in it carries the `__ukl_` prefix, so app and kernel names
+    cannot collide, except the undefined names the kernel provides (see
+    KERNEL_PROVIDED); `ukl lint` runs on it before it is embedded.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ukl.toolchain import layout
+from ukl.toolchain import lint
+
+UKL_SECTION = ".ukl.object"
+SYMBOL_PREFIX = "__ukl_"
+# Names an app object may leave undefined: the kernel's entry point and the
+# symbols its linker script defines for libc's static start-up. Nothing else
+# crosses between app and kernel.
+KERNEL_PROVIDED = {
+    "ukl_entry_SYSCALL_64",
+    "__preinit_array_start", "__preinit_array_end",
+    "__init_array_start", "__init_array_end",
+    "__fini_array_start", "__fini_array_end",
+    "__rela_iplt_start", "__rela_iplt_end",
+    "__ehdr_start",
+}
+# ld defines __start_SEC/__stop_SEC for sections glibc collects
+# (__libc_atexit, __libc_IO_vtables, ...); in the kernel link the UKL
+# linker script does.
+KERNEL_PROVIDED_PATTERN = re.compile(r"^__(start|stop)_[A-Za-z0-9_]+$")
+
+_COMPILE_ONLY = {"-c", "-S", "-E", "-M", "-MM"}
+_QUERY_PREFIXES = ("-print-", "-dump", "--version", "-v", "--help", "-###")
+
+
+class DriverError(Exception):
+    pass
+
+
+def _gcc_include() -> str:
+    out = subprocess.run(["gcc", "-print-file-name=include"], capture_output=True,
+                         text=True, check=True)
+    return out.stdout.strip()
+
+
+def compile_flags(cxx: bool) -> list[str]:
+    """Flags for every compile: UKL headers only, kernel code generation."""
+    includes = [str(d) for d in layout.cxx_include_dirs()] if cxx else []
+    includes += [_gcc_include(), str(layout.include_dir())]
+    flags = ["-nostdinc"]
+    for inc in includes:
+        flags += ["-isystem", inc]
+    return flags + layout.KERNEL_CFLAGS
+
+
+def _link_inputs(cxx: bool) -> tuple[list[str], list[str], list[str]]:
+    """(start files, libraries, end files) for a static link against the sysroot."""
+    lib, ukl = layout.libdir(), layout.ukl_libdir()
+    start = [str(lib / "crt1.o"), str(lib / "crti.o"), str(ukl / "crtbeginT.o")]
+    end = [str(ukl / "crtend.o"), str(lib / "crtn.o")]
+    libs = [f"-L{lib}", f"-L{ukl}", "-Wl,--start-group"]
+    if cxx:
+        libs += ["-lstdc++", "-lm"]
+    libs += ["-lc", "-lgcc", "-lgcc_eh", "-Wl,--end-group"]
+    return start, libs, end
+
+
+def _output(args: list[str]) -> str:
+    for i, a in enumerate(args):
+        if a == "-o" and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("-o") and len(a) > 2:
+            return a[2:]
+    return "a.out"
+
+
+def _without_output(args: list[str]) -> list[str]:
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "-o":
+            skip = True
+        elif not (a.startswith("-o") and len(a) > 2):
+            out.append(a)
+    return out
+
+
+def _run(cmd: list[str]) -> None:
+    res = subprocess.run(cmd)
+    if res.returncode != 0:
+        raise DriverError(f"exit status {res.returncode}")
+
+
+def undefined_symbols(obj: Path) -> list[str]:
+    """Strong undefined symbols of a relocatable object (weak ones may stay 0)."""
+    out = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=True)
+    names = []
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "U":
+            names.append(parts[1])
+    return names
+
+
+def crossing(name: str) -> bool:
+    return name in KERNEL_PROVIDED or bool(KERNEL_PROVIDED_PATTERN.match(name))
+
+
+def make_ukl_object(cxx: bool, user_args: list[str], out: Path, tmp: Path) -> None:
+    """ld -r everything, check what stays undefined, prefix the names, lint."""
+    start, libs, end = _link_inputs(cxx)
+    raw = tmp / "raw.o"
+    gcc = "g++" if cxx else "gcc"
+    _run([gcc, *compile_flags(cxx), "-r", "-nostdlib", *start, *user_args, *libs, *end,
+          "-o", str(raw)])
+    stray = [s for s in undefined_symbols(raw) if not crossing(s)]
+    if stray:
+        raise DriverError("undefined symbols not provided by libc or the kernel: "
+                          + ", ".join(sorted(stray)[:20]))
+    mapping = tmp / "crossing.map"
+    mapping.write_text("".join(f"{SYMBOL_PREFIX}{s} {s}\n"
+                               for s in undefined_symbols(raw) if crossing(s)))
+    _run(["objcopy", f"--prefix-symbols={SYMBOL_PREFIX}", str(raw), str(out)])
+    _run(["objcopy", f"--redefine-syms={mapping}", str(out)])
+    findings = lint.lint(out)
+    if findings:
+        print(lint.report(out, findings), file=sys.stderr)
+        raise DriverError("the UKL object failed `ukl lint`")
+
+
+def link(cxx: bool, args: list[str]) -> None:
+    output = Path(_output(args))
+    user_args = _without_output(args)
+    start, libs, end = _link_inputs(cxx)
+    gcc = "g++" if cxx else "gcc"
+    host_entry = layout.ukl_libdir() / "host-entry.o"
+    _run([gcc, *compile_flags(cxx), "-static", "-no-pie", "-nostdlib", *start, *user_args,
+          str(host_entry), *libs, *end, "-o", str(output)])
+    with tempfile.TemporaryDirectory(prefix="ukl-cc-") as tmpdir:
+        tmp = Path(tmpdir)
+        ukl_obj = tmp / "app.ukl.o"
+        make_ukl_object(cxx, user_args, ukl_obj, tmp)
+        _run(["objcopy", "--add-section", f"{UKL_SECTION}={ukl_obj}",
+              "--set-section-flags", f"{UKL_SECTION}=readonly,noload", str(output)])
+
+
+def is_link(args: list[str]) -> bool:
+    if not args:
+        return False
+    if any(a in _COMPILE_ONLY for a in args):
+        return False
+    return not any(a.startswith(_QUERY_PREFIXES) for a in args)
+
+
+def main(cxx: bool, argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    name = "ukl-c++" if cxx else "ukl-cc"
+    if not (layout.libdir() / "libc.a").is_file():
+        print(f"{name}: the UKL toolchain is not built; run `make toolchain` "
+              "(or `bin/ukl toolchain build`)", file=sys.stderr)
+        return 2
+    try:
+        if is_link(args):
+            link(cxx, args)
+            return 0
+        gcc = "g++" if cxx else "gcc"
+        os.execvp(gcc, [gcc, *compile_flags(cxx), *args])
+    except DriverError as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
+        return 1
+    return 0

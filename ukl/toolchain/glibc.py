@@ -1,0 +1,131 @@
+"""Build the UKL C library (glibc 2.36 + libc/patches) into the UKL sysroot.
+
+Static only, kernel code model, no red zone, no PIC: the result is linked
+into vmlinux. Only libc.a, libm.a, the empty libpthread/librt/libdl archives,
+the crt files and the headers are built and installed.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+
+from ukl.common import paths
+from ukl.common.proc import StepCounter, run_logged
+from ukl.sources import debian, series
+from ukl.toolchain.layout import KERNEL_CFLAGS, LIBDIR, sysroot
+
+CFLAGS = ["-O2", "-g", *KERNEL_CFLAGS]
+
+_CONFIGURE_ARGS = [
+    "--prefix=/usr", f"--libdir=/{LIBDIR}", "--libexecdir=/usr/lib",
+    "--host=x86_64-linux-gnu", "--build=x86_64-linux-gnu",
+    "--disable-shared", "--disable-default-pie",
+    # Multi-arch selects string functions with IFUNCs, which need IRELATIVE
+    # relocations the kernel link cannot process.
+    "--disable-multi-arch",
+    "--enable-stack-protector=no", "--disable-werror", "--disable-profile",
+    "--disable-nscd", "--disable-build-nscd", "--disable-timezone-tools",
+    "--without-selinux", "--without-gd", "--disable-mathvec", "--disable-crypt",
+    # configure probes PIC-by-default with the compiler's defaults (Debian
+    # builds PIE), which would switch the assembly to PIC code paths.
+    "libc_cv_pic_default=no",
+]
+# Kbuild-like progress: compile commands in glibc's (verbose) make output.
+_COMPILE = re.compile(r"^(ccache )?gcc .* -c .* -o \S*/glibc-build/(?P<what>\S+)")
+_DEFAULT_STEPS = 2540
+_STEPS_FILE = ".ukl-steps"
+
+
+def build_dir() -> Path:
+    return paths.build_root() / "toolchain" / "glibc-build"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("CCACHE_BASEDIR", str(paths.build_root()))
+    env.setdefault("CCACHE_NOHASHDIR", "1")
+    env["LC_ALL"] = "C"
+    return env
+
+
+def _kernel_headers() -> Path:
+    """glibc wants one directory holding linux/, asm/ and asm-generic/;
+    Debian splits asm/ into the multiarch directory, so link them together."""
+    d = paths.build_root() / "toolchain" / "kernel-headers"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, target in (("linux", "/usr/include/linux"),
+                         ("asm", "/usr/include/x86_64-linux-gnu/asm"),
+                         ("asm-generic", "/usr/include/asm-generic")):
+        link = d / name
+        if not link.is_symlink():
+            link.symlink_to(target)
+    return d
+
+
+def _configure(tree: Path, out: Path) -> None:
+    cc = "ccache gcc" if shutil.which("ccache") else "gcc"
+    args = [str(tree / "configure"), f"CC={cc}", f"CFLAGS={' '.join(CFLAGS)}",
+            f"--with-headers={_kernel_headers()}", *_CONFIGURE_ARGS]
+    digest = hashlib.sha256("\0".join(args).encode()).hexdigest()
+    stamp = out / ".ukl-configure-digest"
+    if (out / "config.make").is_file() and stamp.is_file() and stamp.read_text() == digest:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    run_logged(args, label="configure glibc", cwd=out, env=_env(),
+               log_path=paths.logs_dir() / "glibc-configure.log")
+    stamp.write_text(digest)
+
+
+def _install(tree: Path, out: Path, root: Path) -> None:
+    env = _env()
+    log = paths.logs_dir() / "glibc-install.log"
+    inc = root / "usr" / "include"
+    gnu = inc / "gnu"
+    jobs = f"-j{os.cpu_count() or 1}"
+    steps: list[list[str]] = [
+        ["make", jobs, "install-headers", f"install_root={root}"],
+        # install-headers skips these when build-shared is off.
+        ["make", f"install_root={root}", str(gnu / "stubs.h"), str(gnu / "lib-names.h"),
+         str(gnu / "lib-names-64.h")],
+        ["make", jobs, "subdir_stubs"],
+        ["make", jobs, "install-lib", f"install_root={root}"],
+        ["make", f"install_root={root}", str(root / LIBDIR / "libc.a")],
+    ]
+    for cmd in steps:
+        run_logged(cmd, label="install glibc into the UKL sysroot", cwd=out, env=env,
+                   log_path=log)
+    # stubs-64.h lists the functions that only fail with ENOSYS; glibc's
+    # install makes it only for shared builds.
+    stubs = sorted(line for f in out.glob("*/stubs") for line in f.read_text().splitlines())
+    head = [line for line in (tree / "include" / "stubs-prologue.h").read_text().splitlines()
+            if not line.startswith("@")]
+    (gnu / "stubs-64.h").write_text("\n".join(head + stubs) + "\n")
+    for name in ("linux", "asm", "asm-generic"):
+        dest = inc / name
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(_kernel_headers() / name, dest, symlinks=False)
+
+
+def build() -> Path:
+    """Build and install the UKL glibc; returns the sysroot."""
+    tree = series.prepare(debian.get("glibc"))
+    out = build_dir()
+    _configure(tree, out)
+    steps_file = out / _STEPS_FILE
+    expected = int(steps_file.read_text()) if steps_file.is_file() else _DEFAULT_STEPS
+    counter = StepCounter(_COMPILE, expected)
+    jobs = f"-j{os.cpu_count() or 1}"
+    run_logged(["make", jobs, "lib"], label="glibc libc.a", cwd=out, env=_env(),
+               counter=counter, log_path=paths.logs_dir() / "glibc-build.log")
+    run_logged(["make", jobs, "math/others", "nptl/others", "rt/others", "dlfcn/others"],
+               label="glibc libm.a", cwd=out, env=_env(), counter=counter,
+               log_path=paths.logs_dir() / "glibc-build-others.log")
+    if counter.seen > expected:
+        steps_file.write_text(str(counter.seen))
+    root = sysroot()
+    _install(tree, out, root)
+    return root

@@ -1,0 +1,41 @@
+"""Where the UKL toolchain puts things inside the sysroot (build/toolchain/sysroot).
+
+    usr/include/                 glibc + Linux UAPI headers
+    usr/include/c++/12/          libstdc++ headers
+    usr/lib/x86_64-linux-gnu/    libc.a libm.a ... crt1.o crti.o crtn.o,
+                                 libstdc++.a libsupc++.a
+    usr/lib/ukl/                 libgcc.a libgcc_eh.a crtbeginT.o crtend.o,
+                                 host-entry.o (the host stand-in entry point)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ukl.common import paths
+
+GCC_VERSION = "12"
+LIBDIR = "usr/lib/x86_64-linux-gnu"
+UKL_LIBDIR = "usr/lib/ukl"
+# Code generation for everything linked into the kernel.
+KERNEL_CFLAGS = ["-mcmodel=kernel", "-mno-red-zone", "-fno-pic", "-fno-pie"]
+
+
+def sysroot() -> Path:
+    return paths.build_root() / "toolchain" / "sysroot"
+
+
+def libdir() -> Path:
+    return sysroot() / LIBDIR
+
+
+def ukl_libdir() -> Path:
+    return sysroot() / UKL_LIBDIR
+
+
+def include_dir() -> Path:
+    return sysroot() / "usr" / "include"
+
+
+def cxx_include_dirs() -> list[Path]:
+    base = include_dir() / "c++" / GCC_VERSION
+    return [base, base / "x86_64-linux-gnu", base / "backward"]
