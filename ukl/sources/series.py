@@ -209,7 +209,7 @@ def export(comp: Component) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         # --zero-commit and --no-signature keep the files stable across
         # re-exports: only real changes show up in the project's diff.
-        _git(comp.tree, "format-patch", "-q", "--zero-commit", "--no-signature",
+        _git(comp.tree, "format-patch", "-q", "--no-numbered", "--zero-commit", "--no-signature",
              "-o", tmp, f"{BASE_TAG}..HEAD",
              what="git format-patch")
         new = sorted(Path(tmp).glob("*.patch"))

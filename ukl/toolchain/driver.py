@@ -36,6 +36,11 @@ KERNEL_PROVIDED = {
     "__fini_array_start", "__fini_array_end",
     "__rela_iplt_start", "__rela_iplt_end",
     "__ehdr_start",
+    # Defined by ld itself in any link that uses GOT-relative relocations
+    # (initial-exec TLS references name it even when relaxed away).
+    "_GLOBAL_OFFSET_TABLE_",
+    # End of the loaded image; only dl-minimal-malloc (static dlopen) uses it.
+    "_end",
 }
 # ld defines __start_SEC/__stop_SEC for sections glibc collects
 # (__libc_atexit, __libc_IO_vtables, ...); in the kernel link the UKL
