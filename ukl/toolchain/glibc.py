@@ -92,11 +92,13 @@ def _install(tree: Path, out: Path, root: Path) -> None:
          str(gnu / "lib-names-64.h")],
         ["make", jobs, "subdir_stubs"],
         ["make", jobs, "install-lib", f"install_root={root}"],
-        ["make", f"install_root={root}", str(root / LIBDIR / "libc.a")],
     ]
     for cmd in steps:
         run_logged(cmd, label="install glibc into the UKL sysroot", cwd=out, env=env,
                    log_path=log)
+    # install-lib leaves libc.a out, and glibc's own rule for it does not
+    # notice a rebuilt archive: copy it.
+    shutil.copy2(out / "libc.a", root / LIBDIR / "libc.a")
     # stubs-64.h lists the functions that only fail with ENOSYS; glibc's
     # install makes it only for shared builds.
     stubs = sorted(line for f in out.glob("*/stubs") for line in f.read_text().splitlines())
