@@ -11,7 +11,7 @@ UKL := $(PYTHON) bin/ukl
 # Arguments for the hello program: make run ARGS="one two"
 ARGS ?=
 
-.PHONY: run test unit setup kernel sources clean help
+.PHONY: run test unit setup kernel toolchain sources clean help
 
 help:
 	@sed -n '3,5p' Makefile
@@ -20,7 +20,7 @@ run: setup
 	$(UKL) build examples/hello/hello.c -o hello
 	$(UKL) run hello --timeout 300 -- $(ARGS)
 
-test: setup sources kernel
+test: setup sources kernel toolchain
 	$(PYTHON) -m pytest tests
 
 # Unit tests only: no kernel build, no QEMU.
@@ -38,6 +38,10 @@ sources:
 
 kernel:
 	$(UKL) kernel build stock
+
+# UKL glibc, gcc runtime libraries and ukl-cc/ukl-c++ support files.
+toolchain:
+	$(UKL) toolchain build
 
 clean:
 	rm -rf build/images build/apps build/logs

@@ -98,8 +98,11 @@ def run_logged(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     counter: StepCounter | None = None,
+    append: bool = False,
 ) -> None:
     """Run `cmd`, sending its output to `log_path`, showing progress.
+
+    With append=True the log keeps what earlier steps wrote to it.
 
     Raises UklError with the log tail if the command fails.
     """
@@ -120,7 +123,7 @@ def run_logged(
     except FileNotFoundError as e:
         raise UklError(f"{label}: cannot run {cmd[0]!s}: {e.strerror}") from e
     assert proc.stdout is not None
-    with log_path.open("w") as log:
+    with log_path.open("a" if append else "w") as log:
         log.write("$ " + " ".join(str(c) for c in cmd) + "\n")
         for line in proc.stdout:
             log.write(line)

@@ -24,6 +24,8 @@ class Package:
 SOURCES = [
     Package("linux-source-6.1", "the Linux 6.1 source that the UKL patch series applies to"),
     Package("glibc-source", "the glibc 2.36 source that the UKL libc patch series applies to"),
+    Package("gcc-12-source", "libgcc, libgcc_eh, crt files and libstdc++ rebuilt for the kernel"
+            " code model"),
     Package("xz-utils", "to unpack the Debian source tarballs"),
     Package("git", "patch series are materialised as git trees"),
 ]

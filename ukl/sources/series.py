@@ -100,7 +100,7 @@ def _create_tree(comp: Component, version: str) -> None:
     comp.tree.parent.mkdir(parents=True, exist_ok=True)
     log = paths.logs_dir() / f"extract-{comp.name}.log"
     with tempfile.TemporaryDirectory(dir=comp.tree.parent, prefix=f".{comp.name}-") as tmp:
-        run_logged(["tar", "-xf", comp.tarball, "-C", tmp],
+        run_logged(["tar", "--no-same-owner", "-xf", comp.tarball, "-C", tmp],
                    label=f"extract {comp.package} {version}", log_path=log)
         extracted = Path(tmp) / comp.topdir
         if not extracted.is_dir():
@@ -115,7 +115,8 @@ def _create_tree(comp: Component, version: str) -> None:
             ["git", "-C", str(extracted), "tag", BASE_TAG],
         ]
         for cmd in steps:
-            run_logged(cmd, label=f"import {comp.name} into git", log_path=log, env=git_env)
+            run_logged(cmd, label=f"import {comp.name} into git", log_path=log, env=git_env,
+                       append=True)
         if comp.tree.exists():
             shutil.rmtree(comp.tree)
         extracted.rename(comp.tree)

@@ -95,7 +95,7 @@ def _install(tree: Path, out: Path, root: Path) -> None:
     ]
     for cmd in steps:
         run_logged(cmd, label="install glibc into the UKL sysroot", cwd=out, env=env,
-                   log_path=log)
+                   log_path=log, append=True)
     # install-lib leaves libc.a out, and glibc's own rule for it does not
     # notice a rebuilt archive: copy it.
     shutil.copy2(out / "libc.a", root / LIBDIR / "libc.a")
@@ -129,5 +129,11 @@ def build() -> Path:
     if counter.seen > expected:
         steps_file.write_text(str(counter.seen))
     root = sysroot()
-    _install(tree, out, root)
+    # Installing takes most of a minute; skip it when the libraries it would
+    # install are the ones installed last time.
+    built = ",".join(str((out / a).stat().st_mtime_ns) for a in ("libc.a", "math/libm.a"))
+    stamp = root / ".ukl-glibc-installed"
+    if not (stamp.is_file() and stamp.read_text() == built):
+        _install(tree, out, root)
+        stamp.write_text(built)
     return root

@@ -1,0 +1,125 @@
+"""Host-side tests of the UKL toolchain (no QEMU).
+
+ukl-cc/ukl-c++ link each program twice: a host executable using the UKL
+libc through a user-space stand-in for the kernel entry point (run here),
+and the embedded relocatable UKL object for the kernel (checked here).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROGRAMS, REPO
+from ukl.toolchain import driver, layout
+from ukl.toolchain.lint import lint
+
+UKL_CC = str(REPO / "bin" / "ukl-cc")
+UKL_CXX = str(REPO / "bin" / "ukl-c++")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def toolchain() -> None:
+    if not (layout.ukl_libdir() / "host-entry.o").is_file():
+        subprocess.run([str(REPO / "bin" / "ukl"), "toolchain", "build"], check=True)
+
+
+def _build(compiler: str, src: Path, out: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([compiler, "-O2", *flags, "-o", str(out), str(src)],
+                          capture_output=True, text=True)
+
+
+def _ukl_object(exe: Path, tmp: Path) -> Path:
+    obj = tmp / "app.ukl.o"
+    subprocess.run(["objcopy", "-O", "binary", f"--only-section={driver.UKL_SECTION}",
+                    str(exe), str(obj)], check=True)
+    return obj
+
+
+def _check_ukl_object(obj: Path) -> None:
+    assert obj.read_bytes()[:4] == b"\x7fELF"
+    assert lint(obj) == []
+    undefined = driver.undefined_symbols(obj)
+    assert "ukl_entry_SYSCALL_64" in undefined
+    assert all(driver.crossing(s) for s in undefined), undefined
+    defined = subprocess.run(["nm", "--defined-only", str(obj)], capture_output=True,
+                             text=True, check=True).stdout.split("\n")
+    names = [line.split()[-1] for line in defined if len(line.split()) == 3]
+    assert "__ukl_main" in names and "__ukl_printf" in names
+    assert not [n for n in names if not n.startswith(driver.SYMBOL_PREFIX)
+                and not n.startswith(".")]
+
+
+def test_libc_suite(tmp_path: Path) -> None:
+    exe = tmp_path / "libc_suite"
+    res = _build(UKL_CC, PROGRAMS / "libc_suite.c", exe)
+    assert res.returncode == 0, res.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for check in ("stdio", "malloc-touch", "thread-tls", "main-tls", "sigalrm",
+                  "sa_siginfo", "fork-wait", "vfork-wait", "longjmp"):
+        assert f"ok {check}" in run.stdout
+    assert run.stdout.count("ok thread-tls") == 8
+    _check_ukl_object(_ukl_object(exe, tmp_path))
+
+
+def test_cxx_suite(tmp_path: Path) -> None:
+    exe = tmp_path / "cxx_suite"
+    res = _build(UKL_CXX, PROGRAMS / "cxx_suite.cc", exe)
+    assert res.returncode == 0, res.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines() == ["ok static-ctor", "ok iostream-string", "ok std-thread",
+                                       "ok exception", "cxx_suite: all passed"]
+    _check_ukl_object(_ukl_object(exe, tmp_path))
+
+
+def test_exit_status_and_args(tmp_path: Path) -> None:
+    exe = tmp_path / "exit_with"
+    assert _build(UKL_CC, PROGRAMS / "exit_with.c", exe).returncode == 0
+    run = subprocess.run([str(exe), "3", "x y"], capture_output=True, text=True)
+    assert run.returncode == 3
+    assert "exit_with: argv[2]=<x y>" in run.stdout
+
+
+def test_raw_syscall_fails_link_naming_function(tmp_path: Path) -> None:
+    src = tmp_path / "raw.c"
+    src.write_text("long sneaky_getpid(void) { long r; __asm__ volatile(\"syscall\" "
+                   ": \"=a\"(r) : \"0\"(39L) : \"rcx\", \"r11\", \"memory\"); return r; }\n"
+                   "int main(void) { return sneaky_getpid() < 0; }\n")
+    res = _build(UKL_CC, src, tmp_path / "raw")
+    assert res.returncode != 0
+    assert re.search(r"__ukl_sneaky_getpid: raw `syscall`", res.stderr), res.stderr
+
+
+def test_red_zone_assembly_fails_link_naming_function(tmp_path: Path) -> None:
+    src = tmp_path / "rz.c"
+    src.write_text("__asm__(\".globl red\\nred:\\n\\tmovl %edi,-4(%rsp)\\n\\tmovl -4(%rsp),%eax"
+                   "\\n\\tret\\n\");\nint red(int);\nint main(void) { return red(0); }\n")
+    res = _build(UKL_CC, src, tmp_path / "rz")
+    assert res.returncode != 0
+    assert "__ukl_red: red-zone access" in res.stderr, res.stderr
+
+
+def test_compile_only_uses_ukl_headers_and_flags(tmp_path: Path) -> None:
+    res = subprocess.run([UKL_CC, "-E", "-dM", "-x", "c", "/dev/null"], capture_output=True,
+                         text=True, check=True)
+    assert "__x86_64__" in res.stdout
+    deps = subprocess.run([UKL_CC, "-M", str(PROGRAMS / "exit_with.c")], capture_output=True,
+                          text=True, check=True).stdout
+    assert str(layout.include_dir() / "stdio.h") in deps
+    assert "/usr/include/stdio.h" not in deps
+
+
+def test_makefile_project_builds_unchanged(tmp_path: Path) -> None:
+    project = tmp_path / "wordstat"
+    shutil.copytree(REPO / "tests" / "projects" / "wordstat", project)
+    res = subprocess.run(["make", f"CC={UKL_CC}"], cwd=project, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = subprocess.run([str(project / "wordstat"), "a bb ccc dddd"], capture_output=True,
+                         text=True, check=True)
+    assert run.stdout == "words=4 mean=2.50 sqrt=2.000\n"
+    _check_ukl_object(_ukl_object(project / "wordstat", tmp_path))

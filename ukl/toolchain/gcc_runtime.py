@@ -1,0 +1,136 @@
+"""Build gcc's runtime libraries for the kernel code model, with the host gcc.
+
+Debian's libgcc.a uses the red zone, its crtbeginT.o has 32-bit absolute
+relocations and libgcc_eh.a a GOTPCREL the kernel link cannot relax, so
+libgcc, libgcc_eh, the crt files and libstdc++ are rebuilt from Debian's
+gcc-12-source (the same 12.2.0 as the host compiler). No compiler is built:
+the gcc tree is configured, only the headers libgcc needs are generated,
+and the target libraries are compiled by the host gcc/g++.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ukl.common import paths
+from ukl.common.proc import run_logged
+from ukl.sources import debian, series
+from ukl.toolchain import layout
+
+TARGET = "x86_64-linux-gnu"
+_TARGET_FLAGS = " ".join(["-O2", "-g", *layout.KERNEL_CFLAGS])
+_CONFIGURE_ARGS = [
+    f"--build={TARGET}", f"--host={TARGET}", f"--target={TARGET}",
+    "--prefix=/usr", "--libdir=/usr/lib", "--libexecdir=/usr/lib",
+    "--with-gcc-major-version-only", "--enable-languages=c,c++",
+    "--disable-bootstrap", "--disable-multilib", "--disable-shared",
+    "--disable-libsanitizer", "--disable-libgomp", "--disable-libquadmath",
+    "--disable-libssp", "--disable-libvtv", "--disable-libitm", "--disable-libatomic",
+    "--disable-lto", "--disable-plugin", "--disable-libcc1", "--without-isl",
+    "--disable-nls", "--disable-werror", "--enable-checking=release",
+    "--enable-threads=posix", "--enable-tls", "--enable-clocale=gnu",
+    "--enable-libstdcxx-time=yes", "--with-default-libstdcxx-abi=new",
+    "--enable-gnu-unique-object", "--disable-vtable-verify", "--disable-libstdcxx-pch",
+]
+# Point every *_FOR_TARGET tool at the host toolchain, so the target
+# libraries never wait for an in-tree xgcc; FLAGS_FOR_TARGET= drops the
+# cross-style -B/-isystem paths configure would add.
+_HOST_TOOLS_FOR_TARGET = [
+    "CC_FOR_TARGET=ccache gcc", "GCC_FOR_TARGET=gcc",
+    "CXX_FOR_TARGET=ccache g++ -nostdinc++", "RAW_CXX_FOR_TARGET=ccache g++ -nostdinc++",
+    "AS_FOR_TARGET=as", "LD_FOR_TARGET=ld", "NM_FOR_TARGET=nm", "AR_FOR_TARGET=ar",
+    "RANLIB_FOR_TARGET=ranlib", "COMPILER_AS_FOR_TARGET=as", "COMPILER_LD_FOR_TARGET=ld",
+    "COMPILER_NM_FOR_TARGET=nm", "OBJDUMP_FOR_TARGET=objdump",
+    "READELF_FOR_TARGET=readelf", "STRIP_FOR_TARGET=strip",
+    "OBJCOPY_FOR_TARGET=objcopy", "FLAGS_FOR_TARGET=",
+]
+# Never build the compiler itself, nor libgcc's default (shared) targets.
+_SKIP_COMPILER = ["-o", "all-gcc", "-o", "all-target-libgcc"]
+_LIBGCC_OUTPUTS = ["libgcc.a", "libgcc_eh.a", "crtbegin.o", "crtbeginT.o", "crtend.o"]
+# Split-stack support: hand-written assembly with 32-bit absolute
+# relocations in .eh_frame, and no use inside a kernel.
+_SPLIT_STACK_OBJECTS = ["morestack.o", "generic-morestack.o", "generic-morestack-thread.o"]
+
+
+def build_dir() -> Path:
+    return paths.build_root() / "toolchain" / "gcc-build"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("CCACHE_BASEDIR", str(paths.build_root()))
+    env.setdefault("CCACHE_NOHASHDIR", "1")
+    env["LC_ALL"] = "C"
+    return env
+
+
+def _step(label: str, cmd: list[str], cwd: Path) -> None:
+    run_logged(cmd, label=f"gcc runtime: {label}", cwd=cwd, env=_env(),
+               log_path=paths.logs_dir() / "gcc-runtime.log.d" / f"{label.replace(' ', '-')}.log")
+
+
+def _configure(tree: Path, out: Path) -> None:
+    env_vars = [
+        "CC=ccache gcc", "CXX=ccache g++", "CFLAGS=-O2", "CXXFLAGS=-O2",
+        f"CFLAGS_FOR_TARGET={_TARGET_FLAGS}", f"CXXFLAGS_FOR_TARGET={_TARGET_FLAGS}",
+        "LDFLAGS_FOR_TARGET=-static",
+    ]
+    # libstdc++ is configured against the UKL glibc headers and libraries.
+    args = [*env_vars, str(tree / "configure"), *_CONFIGURE_ARGS,
+            f"--with-build-sysroot={layout.sysroot()}"]
+    digest = hashlib.sha256("\0".join(args).encode()).hexdigest()
+    stamp = out / ".ukl-configure-digest"
+    if (out / "config.status").is_file() and stamp.is_file() and stamp.read_text() == digest:
+        return
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    _step("configure", ["env", *args], out)
+    stamp.write_text(digest)
+
+
+def _install(out: Path) -> None:
+    libgcc = out / TARGET / "libgcc"
+    ukl_lib = layout.ukl_libdir()
+    ukl_lib.mkdir(parents=True, exist_ok=True)
+    for name in _LIBGCC_OUTPUTS:
+        shutil.copy2(libgcc / name, ukl_lib / name)
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        _step("install libstdc++", ["make", "-C", str(out / TARGET / "libstdc++-v3"),
+                                    "install", f"DESTDIR={tmp}"], out)
+        for name in ("libstdc++.a", "libsupc++.a", "libstdc++fs.a"):
+            shutil.copy2(Path(tmp) / "usr" / "lib" / name, layout.libdir() / name)
+        headers = layout.include_dir() / "c++" / layout.GCC_VERSION
+        if headers.exists():
+            shutil.rmtree(headers)
+        shutil.copytree(Path(tmp) / "usr" / "include" / "c++" / layout.GCC_VERSION, headers)
+
+
+def build() -> None:
+    """Build and install libgcc, libgcc_eh, crt*.o and libstdc++ into the sysroot."""
+    tree = series.prepare(debian.get("gcc"))
+    out = build_dir()
+    jobs = f"-j{os.cpu_count() or 1}"
+    _configure(tree, out)
+    _step("configure gcc", ["make", jobs, "configure-gcc"], out)
+    _step("libiberty", ["make", jobs, "all-build-libiberty"], out)
+    # Only the generated headers libgcc's build reads; never xgcc itself.
+    _step("gcc headers", ["make", "-C", "gcc", jobs, "-o", "xgcc", "-o", "specs",
+                          "libgcc.mvars", "tconfig.h", "tm.h", "options.h",
+                          "insn-constants.h", "insn-modes.h"], out)
+    _step("configure libgcc", ["make", *_SKIP_COMPILER, "configure-target-libgcc",
+                               *_HOST_TOOLS_FOR_TARGET], out)
+    # enable_shared=yes keeps libgcc_eh.a separate (as Debian ships it);
+    # PICFLAG= because the Linux fragment adds -fpic even to static objects.
+    _step("libgcc", ["make", "-C", f"{TARGET}/libgcc", jobs, "enable_shared=yes", "PICFLAG=",
+                     *_LIBGCC_OUTPUTS], out)
+    _step("strip split-stack", ["ar", "d", f"{TARGET}/libgcc/libgcc.a",
+                                *_SPLIT_STACK_OBJECTS], out)
+    _step("configure libstdc++", ["make", *_SKIP_COMPILER, "configure-target-libstdc++-v3",
+                                  *_HOST_TOOLS_FOR_TARGET], out)
+    _step("libstdc++", ["make", jobs, *_SKIP_COMPILER, "all-target-libstdc++-v3",
+                        *_HOST_TOOLS_FOR_TARGET], out)
+    _install(out)
