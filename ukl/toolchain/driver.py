@@ -163,6 +163,15 @@ def link(cxx: bool, args: list[str]) -> None:
               "--set-section-flags", f"{UKL_SECTION}=readonly,noload", str(output)])
 
 
+def extract_ukl_object(executable: Path, out: Path) -> None:
+    """Copy the embedded UKL object out of a ukl-cc executable."""
+    res = subprocess.run(["objcopy", f"--dump-section={UKL_SECTION}={out}", str(executable),
+                          "/dev/null"], capture_output=True, text=True)
+    if res.returncode != 0 or not out.is_file():
+        raise DriverError(f"{executable} has no {UKL_SECTION} section; was it linked "
+                          "with ukl-cc or ukl-c++?")
+
+
 def is_link(args: list[str]) -> bool:
     if not args:
         return False
