@@ -139,6 +139,9 @@ def run_logged(
             f"{label} failed (exit status {rc}); full log: {log_path}",
             detail=log_tail(log_path),
         )
+    elapsed = time.monotonic() - started
+    if elapsed >= 10:
+        print(f"   [{label}] done in {elapsed:.0f} s", file=sys.stderr)
 
 
 def run_quiet(cmd: Sequence[str | os.PathLike[str]], *, what: str,
