@@ -130,8 +130,7 @@ def run_logged(
             if counter is not None and counter.feed(line):
                 progress.update(counter.percent(), counter.last)
             elif counter is None:
-                elapsed = int(time.monotonic() - started)
-                progress.update(0, f"{elapsed}s {line.strip()}")
+                progress.update(0, f"{time.monotonic() - started:.0f}s {line.strip()}")
     rc = proc.wait()
     progress.finish()
     if rc != 0:
@@ -139,9 +138,9 @@ def run_logged(
             f"{label} failed (exit status {rc}); full log: {log_path}",
             detail=log_tail(log_path),
         )
-    elapsed = time.monotonic() - started
-    if elapsed >= 10:
-        print(f"   [{label}] done in {elapsed:.0f} s", file=sys.stderr)
+    took = time.monotonic() - started
+    if took >= 10:
+        print(f"   [{label}] done in {took:.0f} s", file=sys.stderr)
 
 
 def run_quiet(cmd: Sequence[str | os.PathLike[str]], *, what: str,

@@ -61,7 +61,7 @@ class CpioWriter:
 
 def read_names(data: bytes) -> list[tuple[str, int, bytes]]:
     """Parse a newc archive into (name, mode, data) entries; for tests and checks."""
-    entries = []
+    entries: list[tuple[str, int, bytes]] = []
     pos = 0
     while True:
         if data[pos:pos + 6] != _MAGIC:

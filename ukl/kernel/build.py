@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from ukl.common import paths
+from ukl.common.buildenv import build_env
 from ukl.common.errors import UklError
 from ukl.common.proc import StepCounter, run_logged
 from ukl.kernel import config
@@ -36,15 +37,8 @@ def vmlinux_path(flavour: str) -> Path:
 
 
 def _make_env() -> dict[str, str]:
-    env = dict(os.environ)
-    # Paths under build/ are rewritten relative, and the working directory is
-    # not hashed, so a clone in another directory still hits the cache.
-    env.setdefault("CCACHE_BASEDIR", str(paths.build_root()))
-    env.setdefault("CCACHE_NOHASHDIR", "1")
     # Stable version banner: the same sources give the same vmlinux strings.
-    env.setdefault("KBUILD_BUILD_USER", "ukl")
-    env.setdefault("KBUILD_BUILD_HOST", "ukl")
-    return env
+    return build_env(KBUILD_BUILD_USER="ukl", KBUILD_BUILD_HOST="ukl")
 
 
 def _make(tree: Path, out: Path, *targets: str) -> list[str]:

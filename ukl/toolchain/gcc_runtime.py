@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ukl.common import paths
+from ukl.common.buildenv import build_env
 from ukl.common.proc import run_logged
 from ukl.sources import debian, series
 from ukl.toolchain import layout
@@ -60,11 +61,7 @@ def build_dir() -> Path:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("CCACHE_BASEDIR", str(paths.build_root()))
-    env.setdefault("CCACHE_NOHASHDIR", "1")
-    env["LC_ALL"] = "C"
-    return env
+    return build_env(LC_ALL="C")
 
 
 def _step(label: str, cmd: list[str], cwd: Path) -> None:

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from ukl.common import paths
+from ukl.common.buildenv import build_env
 from ukl.common.proc import StepCounter, run_logged
 from ukl.sources import debian, series
 from ukl.toolchain.layout import KERNEL_CFLAGS, LIBDIR, sysroot
@@ -44,11 +45,7 @@ def build_dir() -> Path:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("CCACHE_BASEDIR", str(paths.build_root()))
-    env.setdefault("CCACHE_NOHASHDIR", "1")
-    env["LC_ALL"] = "C"
-    return env
+    return build_env(LC_ALL="C")
 
 
 def _kernel_headers() -> Path:
