@@ -1,7 +1,7 @@
 # UKL: Unikernel Linux.
 #
 #   make run    build the kernel and the hello example, boot it under QEMU
-#   make test   the whole test suite (unit tests and QEMU boot tests)
+#   make test   the whole test suite (unit, host-side toolchain, QEMU boot tests)
 #
 # Both install the Debian packages they need first (`make setup`, as root).
 # Everything generated goes to build/ (ignored by git).

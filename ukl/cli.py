@@ -177,11 +177,8 @@ def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
         print(f"ukl: kernel {args.flavour}: {kbuild.build(args.flavour)}", file=sys.stderr)
         return 0
     if args.command == "toolchain":
-        from ukl.toolchain import gcc_runtime, glibc, host_entry
-        root = glibc.build()
-        gcc_runtime.build()
-        host_entry.build()
-        print(f"ukl: UKL toolchain ready in {root}", file=sys.stderr)
+        from ukl.toolchain import build as toolchain
+        print(f"ukl: UKL toolchain ready in {toolchain.build()}", file=sys.stderr)
         return 0
     if args.command == "build":
         from ukl.toolchain import host_cc

@@ -91,7 +91,7 @@ def test_raw_syscall_fails_link_naming_function(tmp_path: Path) -> None:
                    "int main(void) { return sneaky_getpid() < 0; }\n")
     res = _build(UKL_CC, src, tmp_path / "raw")
     assert res.returncode != 0
-    assert re.search(r"__ukl_sneaky_getpid: raw `syscall`", res.stderr), res.stderr
+    assert re.search(r"user.o: sneaky_getpid: raw `syscall`", res.stderr), res.stderr
 
 
 def test_red_zone_assembly_fails_link_naming_function(tmp_path: Path) -> None:
@@ -100,7 +100,7 @@ def test_red_zone_assembly_fails_link_naming_function(tmp_path: Path) -> None:
                    "\\n\\tret\\n\");\nint red(int);\nint main(void) { return red(0); }\n")
     res = _build(UKL_CC, src, tmp_path / "rz")
     assert res.returncode != 0
-    assert "__ukl_red: red-zone access" in res.stderr, res.stderr
+    assert "user.o: red: red-zone access" in res.stderr, res.stderr
 
 
 def test_compile_only_uses_ukl_headers_and_flags(tmp_path: Path) -> None:

@@ -125,40 +125,55 @@ def crossing(name: str) -> bool:
     return name in KERNEL_PROVIDED or bool(KERNEL_PROVIDED_PATTERN.match(name))
 
 
-def make_ukl_object(cxx: bool, user_args: list[str], out: Path, tmp: Path) -> None:
-    """ld -r everything, check what stays undefined, prefix the names, lint."""
+def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path) -> None:
+    """Compile the user's sources and combine them with the user's objects and
+    libraries into one relocatable object, then lint it.
+
+    Only user code is linted per link: the UKL libraries were linted when the
+    toolchain was built, and this keeps each link (and so ./configure) fast.
+    """
+    lib, ukl = layout.libdir(), layout.ukl_libdir()
+    gcc = "g++" if cxx else "gcc"
+    _run([gcc, *compile_flags(cxx), "-r", "-nostdlib", f"-L{lib}", f"-L{ukl}", *user_args,
+          "-o", str(out)])
+    findings = lint.lint(out)
+    if findings:
+        print(lint.report(out, findings), file=sys.stderr)
+        raise DriverError("the program failed `ukl lint`")
+
+
+def make_ukl_object(cxx: bool, user_obj: Path, out: Path, tmp: Path) -> None:
+    """ld -r the user object with the UKL libraries, check what stays
+    undefined, and prefix every other name."""
     start, libs, end = _link_inputs(cxx)
     raw = tmp / "raw.o"
     gcc = "g++" if cxx else "gcc"
-    _run([gcc, *compile_flags(cxx), "-r", "-nostdlib", *start, *user_args, *libs, *end,
-          "-o", str(raw)])
-    stray = [s for s in undefined_symbols(raw) if not crossing(s)]
+    _run([gcc, "-r", "-nostdlib", *start, str(user_obj), *libs, *end, "-o", str(raw)])
+    undefined = undefined_symbols(raw)
+    stray = [s for s in undefined if not crossing(s)]
     if stray:
         raise DriverError("undefined symbols not provided by libc or the kernel: "
                           + ", ".join(sorted(stray)[:20]))
     mapping = tmp / "crossing.map"
-    mapping.write_text("".join(f"{SYMBOL_PREFIX}{s} {s}\n"
-                               for s in undefined_symbols(raw) if crossing(s)))
+    mapping.write_text("".join(f"{SYMBOL_PREFIX}{s} {s}\n" for s in undefined))
+    # Two passes: within one objcopy run the renames apply before the prefix.
     _run(["objcopy", f"--prefix-symbols={SYMBOL_PREFIX}", str(raw), str(out)])
     _run(["objcopy", f"--redefine-syms={mapping}", str(out)])
-    findings = lint.lint(out)
-    if findings:
-        print(lint.report(out, findings), file=sys.stderr)
-        raise DriverError("the UKL object failed `ukl lint`")
 
 
 def link(cxx: bool, args: list[str]) -> None:
     output = Path(_output(args))
-    user_args = _without_output(args)
     start, libs, end = _link_inputs(cxx)
     gcc = "g++" if cxx else "gcc"
     host_entry = layout.ukl_libdir() / "host-entry.o"
-    _run([gcc, *compile_flags(cxx), "-static", "-no-pie", "-nostdlib", *start, *user_args,
-          str(host_entry), *libs, *end, "-o", str(output)])
     with tempfile.TemporaryDirectory(prefix="ukl-cc-") as tmpdir:
         tmp = Path(tmpdir)
+        user_obj = tmp / "user.o"
+        _combine_user_inputs(cxx, _without_output(args), user_obj)
+        _run([gcc, "-static", "-no-pie", "-nostdlib", *start, str(user_obj), str(host_entry),
+              *libs, *end, "-o", str(output)])
         ukl_obj = tmp / "app.ukl.o"
-        make_ukl_object(cxx, user_args, ukl_obj, tmp)
+        make_ukl_object(cxx, user_obj, ukl_obj, tmp)
         _run(["objcopy", "--add-section", f"{UKL_SECTION}={ukl_obj}",
               "--set-section-flags", f"{UKL_SECTION}=readonly,noload", str(output)])
 
