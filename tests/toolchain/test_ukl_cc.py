@@ -124,3 +124,31 @@ def test_makefile_project_builds_unchanged(tmp_path: Path) -> None:
                          text=True, check=True)
     assert run.stdout == "words=4 mean=2.50 sqrt=2.000\n"
     _check_ukl_object(_ukl_object(project / "wordstat", tmp_path))
+
+
+def test_autotools_project_configures_and_builds(tmp_path: Path) -> None:
+    """GNU libiberty (from the gcc-12-source tree the toolchain unpacked) is a
+    real autoconf project: ./configure CC=ukl-cc must find a working, native
+    (not cross) compiler, make must build it, and a program using it must run."""
+    from ukl.sources import debian
+    source = debian.get("gcc").tree
+    build = tmp_path / "libiberty"
+    build.mkdir()
+    conf = subprocess.run([str(source / "libiberty" / "configure"), f"CC={UKL_CC}"],
+                          cwd=build, capture_output=True, text=True)
+    assert conf.returncode == 0, conf.stdout[-3000:] + conf.stderr[-3000:]
+    assert "checking whether the C compiler works... yes" in conf.stdout
+    assert "checking whether we are cross compiling... no" in conf.stdout
+    make = subprocess.run(["make", "-j2"], cwd=build, capture_output=True, text=True)
+    assert make.returncode == 0, make.stdout[-3000:] + make.stderr[-3000:]
+    prog = tmp_path / "use_iberty.c"
+    prog.write_text('#include <stdio.h>\n#include <string.h>\n#include "libiberty.h"\n'
+                    'int main(void) { char *s = concat(xstrdup("ukl"), "-", "iberty", NULL);\n'
+                    '  puts(s); return strcmp(s, "ukl-iberty") != 0; }\n')
+    exe = tmp_path / "use_iberty"
+    res = subprocess.run([UKL_CC, "-O2", f"-I{source / 'include'}", "-o", str(exe), str(prog),
+                          str(build / "libiberty.a")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert (run.returncode, run.stdout) == (0, "ukl-iberty\n")
+    _check_ukl_object(_ukl_object(exe, tmp_path))
