@@ -104,3 +104,26 @@ def test_unreadable_file_is_error(tmp_path: Path, junk: bytes) -> None:
     f.write_bytes(junk)
     res = ukl("lint", str(f))
     assert res.returncode == 2 and "cannot read" in res.stderr
+
+
+def test_toolchain_build_rejects_a_dirty_library(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from ukl.common.errors import UklError
+    from ukl.toolchain import build, layout
+    clean = _obj(tmp_path, "int f(int x) { return x + 1; }\n")
+    dirty_dir = tmp_path / "dirty"
+    dirty_dir.mkdir()
+    dirty = _obj(dirty_dir, "void g(void) { __asm__ volatile(\"syscall\"); }\n")
+    root = tmp_path / "sysroot"
+    for subdir, names in build.LINTED:
+        (root / subdir).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (root / subdir / name).write_bytes(clean.read_bytes())
+    (root / layout.UKL_LIBDIR / "libgcc.a").write_bytes(dirty.read_bytes())
+    monkeypatch.setattr(layout, "sysroot", lambda: root)
+    with pytest.raises(UklError, match="libgcc.a fails ukl lint") as err:
+        build.lint_libraries()
+    assert "g: raw `syscall`" in err.value.detail
+    # Once clean, it passes and records that.
+    (root / layout.UKL_LIBDIR / "libgcc.a").write_bytes(clean.read_bytes())
+    build.lint_libraries()
+    assert (root / ".ukl-libraries-linted").is_file()

@@ -18,13 +18,22 @@ LINTED = [
 
 
 def lint_libraries() -> None:
-    for subdir, names in LINTED:
-        for name in names:
-            path: Path = layout.sysroot() / subdir / name
-            findings = lint.lint(path)
-            if findings:
-                raise UklError(f"{path} fails ukl lint; it would be linked into every app",
-                               detail=lint.report(path, findings, limit=20))
+    paths = [layout.sysroot() / subdir / name for subdir, names in LINTED for name in names]
+    for path in paths:
+        if not path.is_file():
+            raise UklError(f"{path} is missing; rerun `ukl toolchain build`")
+    # Linting all of libc and libstdc++ takes a while: only redo it when a
+    # library changed since it last passed.
+    state = "\n".join(f"{p} {p.stat().st_mtime_ns}" for p in paths)
+    stamp = layout.sysroot() / ".ukl-libraries-linted"
+    if stamp.is_file() and stamp.read_text() == state:
+        return
+    for path in paths:
+        findings = lint.lint(path)
+        if findings:
+            raise UklError(f"{path} fails ukl lint; it would be linked into every app",
+                           detail=lint.report(path, findings, limit=20))
+    stamp.write_text(state)
 
 
 def build() -> Path:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ukl.common import paths
 from ukl.common.buildenv import build_env
-from ukl.common.proc import run_logged
+from ukl.common.proc import run_logged, run_quiet
 from ukl.sources import debian, series
 from ukl.toolchain import layout
 
@@ -106,10 +106,23 @@ def _install(out: Path) -> None:
         shutil.copytree(Path(tmp) / "usr" / "include" / "c++" / layout.GCC_VERSION, headers)
 
 
+def _source_state(tree: Path) -> str:
+    """What the installed runtime was built from: the gcc tree's commit, the
+    configuration, and the sysroot's C library."""
+    head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse")
+    libc = (layout.libdir() / "libc.a").stat().st_mtime_ns
+    return hashlib.sha256(f"{head}{_TARGET_FLAGS}{_CONFIGURE_ARGS}{libc}".encode()).hexdigest()
+
+
 def build() -> None:
     """Build and install libgcc, libgcc_eh, crt*.o and libstdc++ into the sysroot."""
     tree = series.prepare(debian.get("gcc"))
     out = build_dir()
+    state = _source_state(tree)
+    stamp = layout.ukl_libdir() / ".ukl-gcc-runtime-installed"
+    # Nothing in gcc changes between most builds; skip a minute of no-op make.
+    if stamp.is_file() and stamp.read_text() == state:
+        return
     jobs = f"-j{os.cpu_count() or 1}"
     _configure(tree, out)
     _step("configure gcc", ["make", jobs, "configure-gcc"], out)
@@ -131,3 +144,4 @@ def build() -> None:
     _step("libstdc++", ["make", jobs, *_SKIP_COMPILER, "all-target-libstdc++-v3",
                         *_HOST_TOOLS_FOR_TARGET], out)
     _install(out)
+    stamp.write_text(state)
