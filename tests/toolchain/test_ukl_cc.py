@@ -52,28 +52,30 @@ def _check_ukl_object(obj: Path) -> None:
                 and not n.startswith(".")]
 
 
-def test_libc_suite(tmp_path: Path) -> None:
-    exe = tmp_path / "libc_suite"
-    res = _build(UKL_CC, PROGRAMS / "libc_suite.c", exe)
+def _suite(compiler: str, source: Path, tmp_path: Path) -> str:
+    """Build a test suite program, run it on the host (it must exit 0), check
+    its embedded UKL object, and return what it printed."""
+    exe = tmp_path / source.stem
+    res = _build(compiler, source, exe)
     assert res.returncode == 0, res.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
+    _check_ukl_object(_ukl_object(exe, tmp_path))
+    return run.stdout
+
+
+def test_libc_suite(tmp_path: Path) -> None:
+    stdout = _suite(UKL_CC, PROGRAMS / "libc_suite.c", tmp_path)
     for check in ("stdio", "malloc-touch", "thread-tls", "main-tls", "sigalrm",
                   "sa_siginfo", "fork-wait", "vfork-wait", "longjmp"):
-        assert f"ok {check}" in run.stdout
-    assert run.stdout.count("ok thread-tls") == 8
-    _check_ukl_object(_ukl_object(exe, tmp_path))
+        assert f"ok {check}" in stdout
+    assert stdout.count("ok thread-tls") == 8
 
 
 def test_cxx_suite(tmp_path: Path) -> None:
-    exe = tmp_path / "cxx_suite"
-    res = _build(UKL_CXX, PROGRAMS / "cxx_suite.cc", exe)
-    assert res.returncode == 0, res.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout.splitlines() == ["ok static-ctor", "ok iostream-string", "ok std-thread",
-                                       "ok exception", "cxx_suite: all passed"]
-    _check_ukl_object(_ukl_object(exe, tmp_path))
+    stdout = _suite(UKL_CXX, PROGRAMS / "cxx_suite.cc", tmp_path)
+    assert stdout.splitlines() == ["ok static-ctor", "ok iostream-string", "ok std-thread",
+                                   "ok exception", "cxx_suite: all passed"]
 
 
 def test_exit_status_and_args(tmp_path: Path) -> None:
