@@ -15,9 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import TYPE_CHECKING, NoReturn, Sequence
 
 from ukl.common.errors import UklError
+
+if TYPE_CHECKING:
+    from ukl.image.initramfs import InitramfsSpec
 
 EXIT_USAGE = 2
 
@@ -98,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _spec(args: argparse.Namespace, program: Path | None):  # type: ignore[no-untyped-def]
+def _spec(args: argparse.Namespace, program: Path | None) -> InitramfsSpec:
     from ukl.image.initramfs import InitramfsSpec, parse_file_arg
     return InitramfsSpec(program=program, files=[parse_file_arg(f) for f in args.file],
                          helpers=list(args.helper))
