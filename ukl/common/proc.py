@@ -19,6 +19,8 @@ from typing import Mapping, Sequence
 from ukl.common.errors import UklError
 
 TAIL_LINES = 25
+# Where a build directory remembers how many steps its full build took.
+STEPS_FILE = ".ukl-steps"
 
 
 @dataclass
@@ -43,6 +45,21 @@ class StepCounter:
         self.seen += 1
         self.last = (m.groupdict().get("what") or line).strip()
         return True
+
+    @classmethod
+    def remembered(cls, pattern: re.Pattern[str], build_dir: Path,
+                   default: int) -> "StepCounter":
+        """A counter expecting as many steps as the largest run in build_dir
+        (recorded by save()), or `default` before the first run."""
+        steps = build_dir / STEPS_FILE
+        return cls(pattern, int(steps.read_text()) if steps.is_file() else default)
+
+    def save(self, build_dir: Path) -> None:
+        """Record the step count if this run was larger than expected (a full
+        build bigger than the default); incremental and no-op runs leave the
+        estimate alone."""
+        if self.seen > self.expected:
+            (build_dir / STEPS_FILE).write_text(str(self.seen))
 
     def percent(self) -> int:
         if self.expected <= 0:

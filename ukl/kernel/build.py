@@ -24,7 +24,6 @@ _KBUILD_STEP = re.compile(r"^  [A-Z][A-Z0-9_]* +\S")
 # Steps of a cold build of the stock flavour, measured; refined per output
 # directory after each build (stored in .ukl-steps).
 _DEFAULT_STEPS = 1560
-_STEPS_FILE = ".ukl-steps"
 _CONFIG_STAMP = ".ukl-config-digest"
 
 
@@ -80,14 +79,11 @@ def build(flavour_name: str) -> Path:
     tree = series.prepare(debian.get("linux"))
     configure(tree, flavour)
     out = output_dir(flavour.name)
-    steps_file = out / _STEPS_FILE
-    expected = int(steps_file.read_text()) if steps_file.is_file() else _DEFAULT_STEPS
-    counter = StepCounter(_KBUILD_STEP, expected)
+    counter = StepCounter.remembered(_KBUILD_STEP, out, _DEFAULT_STEPS)
     run_logged(_make(tree, out, "vmlinux"), label=f"kernel {flavour.name}",
                log_path=paths.logs_dir() / f"kernel-{flavour.name}.log",
                env=_make_env(), counter=counter)
-    if counter.seen > expected or not steps_file.is_file():
-        steps_file.write_text(str(max(counter.seen, 1)))
+    counter.save(out)
     vmlinux = vmlinux_path(flavour.name)
     if not vmlinux.is_file():
         raise UklError(f"kernel build finished but {vmlinux} is missing")

@@ -83,25 +83,19 @@ def _link_inputs(cxx: bool) -> tuple[list[str], list[str], list[str]]:
     return start, libs, end
 
 
-def _output(args: list[str]) -> str:
-    for i, a in enumerate(args):
-        if a == "-o" and i + 1 < len(args):
-            return args[i + 1]
-        if a.startswith("-o") and len(a) > 2:
-            return a[2:]
-    return "a.out"
-
-
-def _without_output(args: list[str]) -> list[str]:
-    out, skip = [], False
+def split_output(args: list[str]) -> tuple[str, list[str]]:
+    """The -o target (default a.out) and the arguments without it."""
+    output, rest, take_next = "a.out", [], False
     for a in args:
-        if skip:
-            skip = False
+        if take_next:
+            output, take_next = a, False
         elif a == "-o":
-            skip = True
-        elif not (a.startswith("-o") and len(a) > 2):
-            out.append(a)
-    return out
+            take_next = True
+        elif a.startswith("-o") and len(a) > 2:
+            output = a[2:]
+        else:
+            rest.append(a)
+    return output, rest
 
 
 def _run(cmd: list[str]) -> None:
@@ -162,14 +156,15 @@ def make_ukl_object(cxx: bool, user_obj: Path, out: Path, tmp: Path) -> None:
 
 
 def link(cxx: bool, args: list[str]) -> None:
-    output = Path(_output(args))
+    output_name, user_args = split_output(args)
+    output = Path(output_name)
     start, libs, end = _link_inputs(cxx)
     gcc = "g++" if cxx else "gcc"
     host_entry = layout.ukl_libdir() / "host-entry.o"
     with tempfile.TemporaryDirectory(prefix="ukl-cc-") as tmpdir:
         tmp = Path(tmpdir)
         user_obj = tmp / "user.o"
-        _combine_user_inputs(cxx, _without_output(args), user_obj)
+        _combine_user_inputs(cxx, user_args, user_obj)
         _run([gcc, "-static", "-no-pie", "-nostdlib", *start, str(user_obj), str(host_entry),
               *libs, *end, "-o", str(output)])
         ukl_obj = tmp / "app.ukl.o"

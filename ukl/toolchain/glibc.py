@@ -37,7 +37,6 @@ _CONFIGURE_ARGS = [
 # Kbuild-like progress: compile commands in glibc's (verbose) make output.
 _COMPILE = re.compile(r"^(ccache )?gcc .* -c .* -o \S*/glibc-build/(?P<what>\S+)")
 _DEFAULT_STEPS = 2540
-_STEPS_FILE = ".ukl-steps"
 
 
 def build_dir() -> Path:
@@ -114,17 +113,14 @@ def build() -> Path:
     tree = series.prepare(debian.get("glibc"))
     out = build_dir()
     _configure(tree, out)
-    steps_file = out / _STEPS_FILE
-    expected = int(steps_file.read_text()) if steps_file.is_file() else _DEFAULT_STEPS
-    counter = StepCounter(_COMPILE, expected)
+    counter = StepCounter.remembered(_COMPILE, out, _DEFAULT_STEPS)
     jobs = f"-j{os.cpu_count() or 1}"
     run_logged(["make", jobs, "lib"], label="glibc libc.a", cwd=out, env=_env(),
                counter=counter, log_path=paths.logs_dir() / "glibc-build.log")
     run_logged(["make", jobs, "math/others", "nptl/others", "rt/others", "dlfcn/others"],
                label="glibc libm.a", cwd=out, env=_env(), counter=counter,
                log_path=paths.logs_dir() / "glibc-build-others.log")
-    if counter.seen > expected:
-        steps_file.write_text(str(counter.seen))
+    counter.save(out)
     root = sysroot()
     # Installing takes most of a minute; skip it when the libraries it would
     # install are the ones installed last time.
