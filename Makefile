@@ -16,6 +16,7 @@ ARGS ?=
 help:
 	@sed -n '3,5p' Makefile
 
+# The hello example linked into the UKL kernel, running at CPL0.
 run: setup
 	$(UKL) build examples/hello/hello.c -o hello
 	$(UKL) run hello --timeout 300 -- $(ARGS)
@@ -36,8 +37,11 @@ setup:
 sources:
 	$(UKL) series prepare all
 
+# Both flavours from the same patched tree: stock (every UKL option off)
+# and the UKL base model.
 kernel:
 	$(UKL) kernel build stock
+	$(UKL) kernel build ukl
 
 # UKL glibc, gcc runtime libraries and ukl-cc/ukl-c++ support files.
 toolchain:

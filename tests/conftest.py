@@ -24,3 +24,11 @@ def stock_kernel() -> Path:
     """The stock vmlinux, built (incrementally) if needed."""
     from ukl.kernel import build
     return build.build("stock")
+
+
+@pytest.fixture(scope="session")
+def ukl_kernel() -> Path:
+    """The UKL-flavour vmlinux without an application (each image links its
+    own), built (incrementally) if needed."""
+    from ukl.kernel import build
+    return build.build("ukl")

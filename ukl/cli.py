@@ -39,9 +39,11 @@ def _add_image_contents(p: argparse.ArgumentParser) -> None:
                    help="shell command started in the background before the program")
 
 
-def _add_kernel(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kernel", default="stock", metavar="FLAVOUR",
-                   help="kernel flavour from kernel/flavours.ini (default: stock)")
+def _add_kernel(p: argparse.ArgumentParser, default: str = "stock") -> None:
+    p.add_argument("--kernel", default=default, metavar="FLAVOUR",
+                   help=f"kernel flavour from kernel/flavours.ini (default: {default}); "
+                   "a UKL flavour links the program into the kernel, any other runs "
+                   "it as an ordinary process")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="compile a program and make a bootable image")
     p.add_argument("sources", nargs="+", type=Path, help="C or C++ source files")
     p.add_argument("-o", "--output", required=True, metavar="NAME", help="image name")
-    _add_kernel(p)
+    _add_kernel(p, default="ukl")
     _add_image_contents(p)
 
     p = sub.add_parser("image", help="images under build/images")
@@ -115,6 +117,26 @@ def _make_image(args: argparse.Namespace, name: str, program: Path | None) -> in
     img = image.create(name, vmlinux, args.kernel, spec)
     print(f"ukl: image {name} ready in {img.path}; boot it with `ukl run {name}`",
           file=sys.stderr)
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    """Sources -> image: linked into a UKL kernel, or a process on any other."""
+    from ukl.kernel import config
+    if not config.is_ukl(config.get_flavour(args.kernel)):
+        from ukl.toolchain import host_cc
+        return _make_image(args, args.output, host_cc.compile_static(list(args.sources),
+                                                                     args.output))
+    from ukl.image import image, ukl_app
+    from ukl.kernel import build as kbuild
+    flavour = config.get_flavour(args.kernel)
+    app = ukl_app.compile_app(list(args.sources), args.output)
+    vmlinux = kbuild.build(args.kernel, ukl_app=app)
+    spec = _spec(args, None)
+    spec.ukl_exec = config.ukl_exec_name(flavour)
+    img = image.create(args.output, vmlinux, args.kernel, spec, mode="ukl")
+    print(f"ukl: UKL image {args.output} ready in {img.path}; boot it with "
+          f"`ukl run {args.output}`", file=sys.stderr)
     return 0
 
 
@@ -184,9 +206,7 @@ def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
         print(f"ukl: UKL toolchain ready in {toolchain.build()}", file=sys.stderr)
         return 0
     if args.command == "build":
-        from ukl.toolchain import host_cc
-        program = host_cc.compile_static(list(args.sources), args.output)
-        return _make_image(args, args.output, program)
+        return _cmd_build(args)
     if args.command == "image":
         return _make_image(args, args.name, args.program)
     if args.command == "lint":

@@ -20,7 +20,7 @@ BOOT_TIMEOUT = "120"
 
 @pytest.fixture(scope="module")
 def exit_image(stock_kernel) -> str:  # noqa: ANN001 - fixture
-    res = ukl("build", str(PROGRAMS / "exit_with.c"), "-o", "t-exit")
+    res = ukl("build", str(PROGRAMS / "exit_with.c"), "-o", "t-exit", "--kernel", "stock")
     assert res.returncode == 0, res.stderr
     return "t-exit"
 
@@ -56,7 +56,7 @@ def test_icount_mode_boots(exit_image: str) -> None:
 def test_helper_process_runs_beside_program(stock_kernel) -> None:  # noqa: ANN001
     # The helper is a busybox shell command started by init before the
     # program; its output shares the console.
-    res = ukl("build", str(PROGRAMS / "exit_with.c"), "-o", "t-helper",
+    res = ukl("build", str(PROGRAMS / "exit_with.c"), "-o", "t-helper", "--kernel", "stock",
               "--helper", "echo helper-ran-as-pid-$$")
     assert res.returncode == 0, res.stderr
     res = ukl("run", "t-helper", "--timeout", BOOT_TIMEOUT, "--", "0")
@@ -65,7 +65,7 @@ def test_helper_process_runs_beside_program(stock_kernel) -> None:  # noqa: ANN0
 
 
 def test_timeout_gives_124_tail_and_log(stock_kernel) -> None:  # noqa: ANN001
-    res = ukl("build", str(PROGRAMS / "hang.c"), "-o", "t-hang")
+    res = ukl("build", str(PROGRAMS / "hang.c"), "-o", "t-hang", "--kernel", "stock")
     assert res.returncode == 0, res.stderr
     res = ukl("run", "t-hang", "--timeout", "15")
     assert res.returncode == 124, res.stdout + res.stderr

@@ -41,3 +41,10 @@ def test_every_flavour_loads_and_base_options_are_documented() -> None:
                     j -= 1
                 assert j > 0 and lines[j - 1].startswith("# "), \
                     f"{frag.name}: {line} has no comment above it"
+
+
+def test_ukl_flavour_is_ukl_and_names_its_exec_trigger() -> None:
+    from ukl.kernel.config import get_flavour, is_ukl, ukl_exec_name
+    assert is_ukl(get_flavour("ukl"))
+    assert ukl_exec_name(get_flavour("ukl")) == "/UKL"
+    assert not is_ukl(get_flavour("stock"))

@@ -23,7 +23,8 @@ META_FILE = "image.json"
 class ImageMeta:
     name: str
     kernel_flavour: str
-    # 'process': the program runs as an ordinary process on that kernel.
+    # 'process': the program runs as an ordinary process on that kernel;
+    # 'ukl': it is linked into the kernel and runs at CPL0.
     mode: str
     program: str
 
@@ -46,14 +47,15 @@ def valid_name(name: str) -> bool:
     return bool(name) and all(c.isalnum() or c in "-_." for c in name) and name[0] != "."
 
 
-def create(name: str, vmlinux: Path, flavour: str, spec: initramfs.InitramfsSpec) -> Image:
+def create(name: str, vmlinux: Path, flavour: str, spec: initramfs.InitramfsSpec,
+           mode: str = "process") -> Image:
     if not valid_name(name):
         raise UklError(f"bad image name {name!r}: use letters, digits, '-', '_' and '.'")
     out = paths.images_dir() / name
     out.mkdir(parents=True, exist_ok=True)
     initramfs.write(spec, out / INITRAMFS_FILE)
     shutil.copyfile(vmlinux, out / KERNEL_FILE)
-    meta = ImageMeta(name=name, kernel_flavour=flavour, mode="process",
+    meta = ImageMeta(name=name, kernel_flavour=flavour, mode=mode,
                      program=spec.program_guest_path())
     (out / META_FILE).write_text(json.dumps(asdict(meta), indent=2) + "\n")
     return Image(out, meta)

@@ -26,8 +26,13 @@ class InitramfsSpec:
     files: list[tuple[Path, str]] = field(default_factory=list)
     # Shell commands started in the background before the program.
     helpers: list[str] = field(default_factory=list)
+    # UKL image: the path whose exec starts the application linked into the
+    # kernel (CONFIG_UNIKERNEL_LINUX_EXEC_NAME); an empty file is enough.
+    ukl_exec: str = ""
 
     def program_guest_path(self) -> str:
+        if self.ukl_exec:
+            return self.ukl_exec
         return f"{PROGRAM_DIR}/{self.program.name}" if self.program else ""
 
 
@@ -84,6 +89,8 @@ def write(spec: InitramfsSpec, out: Path) -> Path:
         cpio.add_file("etc/ukl/image.conf", image_conf(spec).encode())
         if spec.program is not None:
             cpio.add_file(spec.program_guest_path(), spec.program.read_bytes(), 0o755)
+        if spec.ukl_exec:
+            cpio.add_file(spec.ukl_exec.lstrip("/"), b"", 0o755)
         for host, guest in spec.files:
             parent = PurePosixPath(guest).parent
             missing = [p for p in reversed(parent.parents) if str(p).lstrip("/")]

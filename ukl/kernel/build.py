@@ -6,6 +6,7 @@ each rebuilds only what changed.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -73,17 +74,32 @@ def configure(tree: Path, flavour: config.Flavour) -> Path:
     return dot_config
 
 
-def build(flavour_name: str) -> Path:
-    """Build vmlinux for a flavour (incrementally) and return its path."""
+def build(flavour_name: str, ukl_app: Path | None = None) -> Path:
+    """Build vmlinux for a flavour (incrementally) and return its path.
+
+    With `ukl_app` (a UKL flavour only), the application object is linked
+    into vmlinux: only the final link depends on it, so changing the
+    application relinks without recompiling the kernel.
+    """
     flavour = config.get_flavour(flavour_name)
+    if ukl_app is not None and not config.is_ukl(flavour):
+        raise UklError(f"kernel flavour {flavour.name} has CONFIG_UNIKERNEL_LINUX off; "
+                       "a UKL application needs a UKL flavour (e.g. --kernel ukl)")
     tree = series.prepare(debian.get("linux"))
-    configure(tree, flavour)
     out = output_dir(flavour.name)
-    counter = StepCounter.remembered(_KBUILD_STEP, out, _DEFAULT_STEPS)
-    run_logged(_make(tree, out, "vmlinux"), label=f"kernel {flavour.name}",
-               log_path=paths.logs_dir() / f"kernel-{flavour.name}.log",
-               env=_make_env(), counter=counter)
-    counter.save(out)
+    out.mkdir(parents=True, exist_ok=True)
+    # One build per output directory at a time: the app link rewrites vmlinux.
+    with (out / ".ukl-build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        configure(tree, flavour)
+        targets = ["vmlinux"]
+        if ukl_app is not None:
+            targets.append(f"UKL_APP={ukl_app.resolve()}")
+        counter = StepCounter.remembered(_KBUILD_STEP, out, _DEFAULT_STEPS)
+        run_logged(_make(tree, out, *targets), label=f"kernel {flavour.name}",
+                   log_path=paths.logs_dir() / f"kernel-{flavour.name}.log",
+                   env=_make_env(), counter=counter)
+        counter.save(out)
     vmlinux = vmlinux_path(flavour.name)
     if not vmlinux.is_file():
         raise UklError(f"kernel build finished but {vmlinux} is missing")

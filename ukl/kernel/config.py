@@ -83,3 +83,13 @@ def merged_options(flavour: Flavour) -> dict[str, str]:
     for frag in flavour.fragments:
         options.update(parse(frag.read_text(), str(frag)))
     return options
+
+
+def is_ukl(flavour: Flavour) -> bool:
+    """Whether the flavour links an application into vmlinux."""
+    return merged_options(flavour).get("CONFIG_UNIKERNEL_LINUX") == "y"
+
+
+def ukl_exec_name(flavour: Flavour) -> str:
+    """The path whose exec starts the linked application (Kconfig default /UKL)."""
+    return merged_options(flavour).get("CONFIG_UNIKERNEL_LINUX_EXEC_NAME", "/UKL").strip('"')

@@ -104,13 +104,14 @@ def _run(cmd: list[str]) -> None:
         raise DriverError(f"exit status {res.returncode}")
 
 
-def undefined_symbols(obj: Path) -> list[str]:
-    """Strong undefined symbols of a relocatable object (weak ones may stay 0)."""
+def undefined_symbols(obj: Path, kind: str = "U") -> list[str]:
+    """Undefined symbols of a relocatable object: strong ("U") by default,
+    or weak ("w"), which may stay 0."""
     out = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=True)
     names = []
     for line in out.stdout.splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[0] == "U":
+        if len(parts) == 2 and parts[0] == kind:
             names.append(parts[1])
     return names
 
@@ -148,8 +149,12 @@ def make_ukl_object(cxx: bool, user_obj: Path, out: Path, tmp: Path) -> None:
     if stray:
         raise DriverError("undefined symbols not provided by libc or the kernel: "
                           + ", ".join(sorted(stray)[:20]))
+    # Weak references that the kernel link resolves too: glibc's symbol sets
+    # (__start___libc_atexit, __start___libc_IO_vtables, ...). Left prefixed
+    # they would be 0, and stdio would reject every FILE's vtable.
+    weak = [s for s in undefined_symbols(raw, "w") if crossing(s)]
     mapping = tmp / "crossing.map"
-    mapping.write_text("".join(f"{SYMBOL_PREFIX}{s} {s}\n" for s in undefined))
+    mapping.write_text("".join(f"{SYMBOL_PREFIX}{s} {s}\n" for s in undefined + weak))
     # Two passes: within one objcopy run the renames apply before the prefix.
     _run(["objcopy", f"--prefix-symbols={SYMBOL_PREFIX}", str(raw), str(out)])
     _run(["objcopy", f"--redefine-syms={mapping}", str(out)])

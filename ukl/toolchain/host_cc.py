@@ -15,7 +15,7 @@ C_SUFFIXES = {".c"}
 CXX_SUFFIXES = {".cc", ".cpp", ".cxx", ".C"}
 
 
-def compile_static(sources: list[Path], name: str, extra_flags: list[str] | None = None) -> Path:
+def check_sources(sources: list[Path]) -> None:
     if not sources:
         raise UklError("no source files given")
     for src in sources:
@@ -23,6 +23,10 @@ def compile_static(sources: list[Path], name: str, extra_flags: list[str] | None
             raise UklError(f"source file {src} does not exist")
         if src.suffix not in C_SUFFIXES | CXX_SUFFIXES:
             raise UklError(f"{src}: unsupported source type (use .c, .cc, .cpp or .cxx)")
+
+
+def compile_static(sources: list[Path], name: str, extra_flags: list[str] | None = None) -> Path:
+    check_sources(sources)
     cxx = any(s.suffix in CXX_SUFFIXES for s in sources)
     out = paths.build_root() / "apps" / name / name
     out.parent.mkdir(parents=True, exist_ok=True)

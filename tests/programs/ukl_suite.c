@@ -1,0 +1,343 @@
+/*
+ * Boot-test program for the UKL base model. The same source runs as an
+ * ordinary process on the stock kernel and linked into a UKL kernel; each
+ * check prints "ukl_suite: ok NAME" or "ukl_suite: FAIL NAME: why", and the
+ * exit status is the number of failures.
+ *
+ * Usage: ukl_suite [CHECK...]   (no argument: every check)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+
+static int report(const char *name, const char *why)
+{
+	if (why) {
+		printf("ukl_suite: FAIL %s: %s (errno %d)\n", name, why, errno);
+		failures++;
+	} else {
+		printf("ukl_suite: ok %s\n", name);
+	}
+	fflush(stdout);
+	return why != NULL;
+}
+
+static unsigned int cpl(void)
+{
+	unsigned short cs;
+
+	__asm__ volatile("mov %%cs, %0" : "=r"(cs));
+	return cs & 3;
+}
+
+static const char *check_files(void)
+{
+	static const char msg[] = "hello tmpfs";
+	char buf[64] = { 0 };
+	struct stat st;
+	int fd = open("/tmp/ukl-suite", O_CREAT | O_RDWR | O_TRUNC, 0600);
+
+	if (fd < 0)
+		return "open";
+	if (write(fd, msg, sizeof(msg)) != sizeof(msg))
+		return "write";
+	if (lseek(fd, 6, SEEK_SET) != 6)
+		return "lseek";
+	if (read(fd, buf, sizeof(buf)) != sizeof(msg) - 6 || strcmp(buf, "tmpfs"))
+		return "read back";
+	if (fstat(fd, &st) || st.st_size != sizeof(msg))
+		return "fstat size";
+	close(fd);
+	if (stat("/tmp/ukl-suite", &st) || !S_ISREG(st.st_mode))
+		return "stat";
+	if (unlink("/tmp/ukl-suite") || stat("/tmp/ukl-suite", &st) == 0)
+		return "unlink";
+	return NULL;
+}
+
+static const char *check_pipe(void)
+{
+	int fds[2];
+	char buf[8];
+
+	if (pipe(fds))
+		return "pipe";
+	if (write(fds[1], "ping", 4) != 4 || read(fds[0], buf, 8) != 4 ||
+	    memcmp(buf, "ping", 4))
+		return "round trip";
+	close(fds[0]);
+	close(fds[1]);
+	return NULL;
+}
+
+static const char *check_ids(void)
+{
+	if (getpid() <= 1 || getppid() < 1)
+		return "getpid/getppid";
+	if (syscall(SYS_getpid) != getpid())
+		return "syscall(SYS_getpid)";
+	return NULL;
+}
+
+static const char *check_time(void)
+{
+	struct timespec a, b, nap = { 0, 20 * 1000 * 1000 };
+
+	if (clock_gettime(CLOCK_MONOTONIC, &a))
+		return "clock_gettime";
+	if (nanosleep(&nap, NULL))
+		return "nanosleep";
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	if ((b.tv_sec - a.tv_sec) * 1000000000L + b.tv_nsec - a.tv_nsec < 20000000L)
+		return "nanosleep returned early";
+	return NULL;
+}
+
+static const char *check_mmap(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return "mmap";
+	memset(p, 0x5a, 4 * page);
+	if (mprotect(p, page, PROT_READ))
+		return "mprotect";
+	if (p[0] != 0x5a || p[3 * page] != 0x5a)
+		return "contents";
+	if (munmap(p, 4 * page))
+		return "munmap";
+	return NULL;
+}
+
+static const char *check_malloc(void)
+{
+	size_t size = 256UL << 20;
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char *p = malloc(size);
+	unsigned long sum = 0;
+
+	if (!p)
+		return "malloc 256 MiB";
+	for (size_t i = 0; i < size; i += page)
+		p[i] = (unsigned char)(i / page);
+	for (size_t i = 0; i < size; i += page)
+		sum += p[i];
+	free(p);
+	return sum ? NULL : "contents";
+}
+
+/* Each frame touches a whole 1 KiB buffer: 8 MiB deep in all. */
+static unsigned long recurse(int depth)
+{
+	volatile unsigned char frame[1024];
+
+	for (size_t i = 0; i < sizeof(frame); i += 64)
+		frame[i] = (unsigned char)depth;
+	if (depth == 0)
+		return frame[0];
+	return recurse(depth - 1) + frame[64];
+}
+
+static const char *check_stack(void)
+{
+	/* 7.5 MiB of frames: the default 8 MiB limit minus argv and env. */
+	return recurse(7 * 1024 + 512) ? NULL : "recursion";
+}
+
+#define NTHREADS 8
+static __thread long tls_value;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int started, go, tls_ok, cpus_seen;
+
+static void *worker(void *arg)
+{
+	long id = (long)arg;
+
+	tls_value = id * 1000;
+	pthread_mutex_lock(&lock);
+	started++;
+	pthread_cond_broadcast(&cond);
+	while (!go)
+		pthread_cond_wait(&cond, &lock);
+	pthread_mutex_unlock(&lock);
+	/* Spin a little so that, with two CPUs, both get used. */
+	for (int i = 0; i < 200; i++) {
+		int cpu = sched_getcpu();
+
+		pthread_mutex_lock(&lock);
+		if (cpu >= 0 && cpu < 32)
+			cpus_seen |= 1 << cpu;
+		pthread_mutex_unlock(&lock);
+		sched_yield();
+	}
+	pthread_mutex_lock(&lock);
+	tls_ok += tls_value == id * 1000;
+	pthread_mutex_unlock(&lock);
+	return (void *)(id + 1);
+}
+
+static const char *check_threads(void)
+{
+	pthread_t t[NTHREADS];
+	void *ret;
+
+	tls_value = -1;
+	for (long i = 0; i < NTHREADS; i++)
+		if (pthread_create(&t[i], NULL, worker, (void *)i))
+			return "pthread_create";
+	pthread_mutex_lock(&lock);
+	while (started < NTHREADS)
+		pthread_cond_wait(&cond, &lock);
+	go = 1;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+	for (long i = 0; i < NTHREADS; i++)
+		if (pthread_join(t[i], &ret) || ret != (void *)(i + 1))
+			return "pthread_join";
+	if (tls_ok != NTHREADS || tls_value != -1)
+		return "per-thread TLS values";
+	printf("ukl_suite: threads ran on %d CPU(s)\n",
+	       __builtin_popcount(cpus_seen));
+	return NULL;
+}
+
+static volatile sig_atomic_t alarms, raised, info_ok;
+
+static void on_alarm(int sig) { alarms += sig == SIGALRM; }
+static void on_usr1(int sig) { raised += sig == SIGUSR1; }
+static void on_usr2(int sig, siginfo_t *info, void *ctx)
+{
+	info_ok = sig == SIGUSR2 && info->si_code == SI_TKILL &&
+		  info->si_pid == getpid() && ctx != NULL;
+}
+
+static const char *check_signals(void)
+{
+	struct sigaction sa = { 0 };
+	struct itimerval it = { { 0, 10000 }, { 0, 10000 } };
+
+	sa.sa_handler = on_alarm;
+	if (sigaction(SIGALRM, &sa, NULL))
+		return "sigaction SIGALRM";
+	if (setitimer(ITIMER_REAL, &it, NULL))
+		return "setitimer";
+	/* Busy and blocking work both get interrupted. */
+	while (alarms < 3) {
+		for (volatile int i = 0; i < 100000; i++)
+			;
+		usleep(1000);
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	if (raise(SIGUSR1) || raised != 1)
+		return "raise SIGUSR1";
+
+	sa.sa_sigaction = on_usr2;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGUSR2, &sa, NULL);
+	if (raise(SIGUSR2) || !info_ok)
+		return "SA_SIGINFO handler";
+	return NULL;
+}
+
+static const char *check_fork(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return "fork";
+	if (pid == 0)
+		_exit(cpl() == cpl() ? 42 : 1);
+	if (waitpid(pid, &status, 0) != pid)
+		return "waitpid";
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 42)
+		return "child status";
+	return NULL;
+}
+
+static const char *check_efault(void)
+{
+	/* Unmapped user memory, a non-canonical address, kernel memory. */
+	static void *const bad[] = { (void *)0x10, (void *)0x8000000000000000UL,
+				     (void *)0xffff888000000000UL };
+	struct stat st;
+	int fds[2];
+
+	if (pipe(fds))
+		return "pipe";
+	write(fds[1], "x", 1);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		if (read(fds[0], bad[i], 1) != -1 || errno != EFAULT)
+			return "read into a bad pointer";
+		errno = 0;
+		if (write(fds[1], bad[i], 1) != -1 || errno != EFAULT)
+			return "write from a bad pointer";
+		errno = 0;
+		if (stat(bad[i], &st) != -1 || errno != EFAULT)
+			return "stat of a bad path pointer";
+	}
+	close(fds[0]);
+	close(fds[1]);
+	return NULL;
+}
+
+struct check {
+	const char *name;
+	const char *(*run)(void);
+};
+
+static const struct check checks[] = {
+	{ "files", check_files },	{ "pipe", check_pipe },
+	{ "ids", check_ids },		{ "time", check_time },
+	{ "mmap", check_mmap },		{ "malloc", check_malloc },
+	{ "stack", check_stack },	{ "threads", check_threads },
+	{ "signals", check_signals },	{ "fork", check_fork },
+	{ "efault", check_efault },
+};
+
+static int wanted(const char *name, int argc, char **argv)
+{
+	if (argc < 2)
+		return 1;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], name))
+			return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *env = getenv("UKL_SUITE_ENV");
+
+	printf("ukl_suite: cpl=%u argc=%d argv0=%s env=%s\n", cpl(), argc,
+	       argv[0], env ? env : "(unset)");
+	for (unsigned int i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
+		if (wanted(checks[i].name, argc, argv))
+			report(checks[i].name, checks[i].run());
+	printf("ukl_suite: %d failure(s)\n", failures);
+	return failures;
+}
