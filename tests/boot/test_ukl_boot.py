@@ -15,7 +15,7 @@ from tests.conftest import PROGRAMS, ukl
 pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "300"
 CHECKS = ["files", "pipe", "ids", "time", "mmap", "malloc", "stack", "threads",
-          "signals", "fork", "efault"]
+          "signals", "fork", "efault", "smap"]
 
 
 def _build(name: str, *args: str) -> str:
@@ -97,3 +97,63 @@ def test_exit_status_reaches_host(ukl_kernel) -> None:  # noqa: ANN001 - fixture
     assert res.returncode == 7, res.stdout + res.stderr
     assert "exit_with: cpl=0 cpus=1 argc=3" in res.stdout
     assert "exit_with: argv[2]=<two words>" in res.stdout
+
+
+def test_init_is_the_ukl_app(ukl_kernel) -> None:  # noqa: ANN001 - fixture
+    # init=/UKL (rdinit for an initramfs): the application is PID 1, with
+    # the arguments after `--`; when it exits the kernel panics (125).
+    image = _build("t-ukl-exit", str(PROGRAMS / "exit_with.c"))
+    res = ukl("run", image, "--timeout", BOOT_TIMEOUT, "--append", "rdinit=/UKL",
+              "--", "9")
+    assert "exit_with: cpl=0 cpus=1 argc=2" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 125, res.stdout + res.stderr
+
+
+def test_cxx_runtime_at_cpl0(ukl_kernel) -> None:  # noqa: ANN001 - fixture
+    image = _build("t-ukl-cxx", str(PROGRAMS / "cxx_suite.cc"))
+    res = ukl("run", image, "--smp", "2", "--timeout", BOOT_TIMEOUT)
+    out = res.stdout + res.stderr
+    for check in ("static-ctor", "iostream-string", "std-thread", "exception"):
+        assert f"ok {check}" in out, out
+    assert "cxx_suite: all passed" in out, out
+    assert res.returncode == 0, out
+
+
+@pytest.fixture(scope="module")
+def corun_peer(tmp_path_factory) -> str:  # noqa: ANN001 - fixture
+    """The ordinary (CPL3) process of the co-running test, as --file arg."""
+    import subprocess
+    out = tmp_path_factory.mktemp("peer") / "corun_peer"
+    subprocess.run(["gcc", "-static", "-O2", "-o", str(out),
+                    str(PROGRAMS / "corun_peer.c")], check=True)
+    return f"{out}:/corun_peer"
+
+
+# A busybox shell beside the application waits until it is listening, then
+# starts the ordinary peer process.
+PEER_HELPER = "until [ -e /tmp/corun.ready ]; do sleep 0.1; done; /corun_peer"
+
+
+@pytest.mark.parametrize("kernel", ["ukl", "stock"])
+def test_corunning_process_talks_to_app(request, corun_peer: str, kernel: str) -> None:  # noqa: ANN001
+    request.getfixturevalue(f"{kernel}_kernel")
+    image = _build(f"t-{kernel}-corun", str(PROGRAMS / "corun_app.c"), "--kernel", kernel,
+                   "--file", corun_peer, "--helper", PEER_HELPER)
+    res = ukl("run", image, "--smp", "2", "--timeout", BOOT_TIMEOUT)
+    out = res.stdout + res.stderr
+    assert f"corun_app: cpl={0 if kernel == 'ukl' else 3}" in out, out
+    assert "corun_peer: cpl=3" in out, out
+    for what in ("fifo from the peer", "unix socket echo", "tcp loopback echo",
+                 "SIGUSR1 from the peer"):
+        assert f"corun_app: ok {what}" in out, out
+    assert "corun_peer: done" in out, out
+    assert res.returncode == 0, out
+
+
+def test_smap_smep_stay_on(suite_ukl: str) -> None:
+    # Not SMAP off: the app runs with EFLAGS.AC set, and both features stay
+    # enabled in CR4 and in /proc/cpuinfo (for every process).
+    rc, out = _run(suite_ukl, "smap")
+    assert "ukl_suite: cr4.smap=1 cr4.smep=1 eflags.ac=1" in out, out
+    _assert_checks_pass(out, ["smap"])
+    assert rc == 0, out

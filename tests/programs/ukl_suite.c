@@ -46,6 +46,40 @@ static unsigned int cpl(void)
 	return cs & 3;
 }
 
+/*
+ * SMAP and SMEP stay on in the kernel; at CPL0 the application can read
+ * CR4 itself and sees EFLAGS.AC, which lets it touch its user-half memory.
+ * /proc/cpuinfo lists the features the kernel enabled for every process.
+ */
+static const char *check_smap(void)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	int smap = 0, smep = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags", 5)) {
+			smap = strstr(line, " smap") != NULL;
+			smep = strstr(line, " smep") != NULL;
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (!smap || !smep)
+		return "smap/smep missing from /proc/cpuinfo";
+	if (cpl() == 0) {
+		unsigned long cr4, flags;
+
+		__asm__ volatile("mov %%cr4, %0" : "=r"(cr4));
+		__asm__ volatile("pushf; pop %0" : "=r"(flags));
+		printf("ukl_suite: cr4.smap=%lu cr4.smep=%lu eflags.ac=%lu\n",
+		       (cr4 >> 21) & 1, (cr4 >> 20) & 1, (flags >> 18) & 1);
+		if (!((cr4 >> 21) & 1) || !((cr4 >> 20) & 1) || !((flags >> 18) & 1))
+			return "CR4.SMAP, CR4.SMEP or EFLAGS.AC clear at CPL0";
+	}
+	return NULL;
+}
+
 static const char *check_files(void)
 {
 	static const char msg[] = "hello tmpfs";
@@ -316,7 +350,7 @@ static const struct check checks[] = {
 	{ "mmap", check_mmap },		{ "malloc", check_malloc },
 	{ "stack", check_stack },	{ "threads", check_threads },
 	{ "signals", check_signals },	{ "fork", check_fork },
-	{ "efault", check_efault },
+	{ "efault", check_efault },	{ "smap", check_smap },
 };
 
 static int wanted(const char *name, int argc, char **argv)
