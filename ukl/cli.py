@@ -64,8 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["build"])
 
     p = sub.add_parser("build", help="compile a program and make a bootable image")
-    p.add_argument("sources", nargs="+", type=Path, help="C or C++ source files")
+    p.add_argument("sources", nargs="+", type=Path,
+                   help="C or C++ source files, or one directory with a Makefile "
+                   "(built unchanged with CC=ukl-cc CXX=ukl-c++)")
     p.add_argument("-o", "--output", required=True, metavar="NAME", help="image name")
+    p.add_argument("--binary", metavar="PATH",
+                   help="for a Makefile directory: the program it builds, relative "
+                   "to the directory (default: NAME)")
     _add_kernel(p, default="ukl")
     _add_image_contents(p)
 
@@ -121,16 +126,26 @@ def _make_image(args: argparse.Namespace, name: str, program: Path | None) -> in
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    """Sources -> image: linked into a UKL kernel, or a process on any other."""
-    from ukl.kernel import config
-    if not config.is_ukl(config.get_flavour(args.kernel)):
-        from ukl.toolchain import host_cc
-        return _make_image(args, args.output, host_cc.compile_static(list(args.sources),
-                                                                     args.output))
+    """Sources or a Makefile directory -> image: linked into a UKL kernel,
+    or an ordinary process on any other flavour."""
     from ukl.image import image, ukl_app
-    from ukl.kernel import build as kbuild
+    from ukl.kernel import config
     flavour = config.get_flavour(args.kernel)
-    app = ukl_app.compile_app(list(args.sources), args.output)
+    ukl_mode = config.is_ukl(flavour)
+    project = args.sources[0] if len(args.sources) == 1 and args.sources[0].is_dir() else None
+    if args.binary and project is None:
+        raise UklError("--binary applies to a Makefile directory, not to source files")
+    if not ukl_mode:
+        from ukl.toolchain import host_cc
+        program = (ukl_app.build_project(project, args.output, args.binary, ukl=False)
+                   if project else host_cc.compile_static(list(args.sources), args.output))
+        return _make_image(args, args.output, program)
+    from ukl.kernel import build as kbuild
+    if project:
+        linked = ukl_app.build_project(project, args.output, args.binary, ukl=True)
+        app = ukl_app.kernel_object(linked, ukl_app.app_dir(args.output) / f"{args.output}.ukl.o")
+    else:
+        app = ukl_app.compile_app(list(args.sources), args.output)
     vmlinux = kbuild.build(args.kernel, ukl_app=app)
     spec = _spec(args, None)
     spec.ukl_exec = config.ukl_exec_name(flavour)

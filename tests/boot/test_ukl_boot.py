@@ -15,7 +15,7 @@ from tests.conftest import PROGRAMS, ukl
 pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "300"
 CHECKS = ["files", "pipe", "ids", "time", "mmap", "malloc", "stack", "threads",
-          "signals", "fork", "efault", "smap"]
+          "signals", "fork", "efault", "smap", "spawn"]
 
 
 def _build(name: str, *args: str) -> str:
@@ -157,3 +157,31 @@ def test_smap_smep_stay_on(suite_ukl: str) -> None:
     assert "ukl_suite: cr4.smap=1 cr4.smep=1 eflags.ac=1" in out, out
     _assert_checks_pass(out, ["smap"])
     assert rc == 0, out
+
+
+def test_makefile_project_builds_unchanged_and_boots(ukl_kernel) -> None:  # noqa: ANN001
+    # `ukl build DIR`: the project's own Makefile, run with CC=ukl-cc (a
+    # static library via ar, -lm), then linked into the kernel.
+    image = _build("t-ukl-wordstat", str(PROGRAMS.parent / "projects" / "wordstat"),
+                   "--binary", "wordstat")
+    res = ukl("run", image, "--timeout", BOOT_TIMEOUT, "--", "a bb ccc dddd")
+    assert "words=4 mean=2.50 sqrt=2.000" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_app_change_relinks_without_recompiling(ukl_kernel) -> None:  # noqa: ANN001
+    # Only the final vmlinux link depends on the application: a new app
+    # gives a bootable image with no kernel source recompiled, well within
+    # the 60 s goal.
+    import time
+    from ukl.common import paths
+    start = time.monotonic()
+    image = _build("t-ukl-relink", str(PROGRAMS / "exit_with.c"))
+    elapsed = time.monotonic() - start
+    log = (paths.logs_dir() / "kernel-ukl.log").read_text()
+    compiled = [line for line in log.splitlines() if line.strip().startswith("CC ")
+                and "version-timestamp" not in line]
+    assert compiled == [], compiled
+    assert elapsed < 60, f"app change -> image took {elapsed:.0f} s"
+    res = ukl("run", image, "--timeout", BOOT_TIMEOUT, "--", "4")
+    assert res.returncode == 4, res.stdout + res.stderr

@@ -312,6 +312,26 @@ static const char *check_fork(void)
 	return NULL;
 }
 
+/*
+ * The application starts ordinary programs: system() and popen() clone a
+ * child that execs /bin/sh, which then runs at CPL3 like any process.
+ */
+static const char *check_spawn(void)
+{
+	char line[64] = { 0 };
+	FILE *p;
+	int status = system("exit 3");
+
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 3)
+		return "system() status";
+	p = popen("echo from-sh", "r");
+	if (!p || !fgets(line, sizeof(line), p) || strcmp(line, "from-sh\n"))
+		return "popen() output";
+	if (pclose(p) != 0)
+		return "pclose() status";
+	return NULL;
+}
+
 static const char *check_efault(void)
 {
 	/* Unmapped user memory, a non-canonical address, kernel memory. */
@@ -351,6 +371,7 @@ static const struct check checks[] = {
 	{ "stack", check_stack },	{ "threads", check_threads },
 	{ "signals", check_signals },	{ "fork", check_fork },
 	{ "efault", check_efault },	{ "smap", check_smap },
+	{ "spawn", check_spawn },
 };
 
 static int wanted(const char *name, int argc, char **argv)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,23 @@ def test_missing_source_file_is_one_line(tmp_path) -> None:  # noqa: ANN001
     res = ukl("build", str(tmp_path / "nope.c"), "-o", "x")
     assert res.returncode == 2
     assert "does not exist" in _one_line_error(res)
+
+
+def test_directory_without_makefile_is_one_line(tmp_path) -> None:  # noqa: ANN001
+    res = ukl("build", str(tmp_path), "-o", "x")
+    assert res.returncode == 2
+    assert "has no Makefile" in _one_line_error(res)
+
+
+def test_binary_needs_a_directory(tmp_path) -> None:  # noqa: ANN001
+    src = tmp_path / "a.c"
+    src.write_text("int main(void) { return 0; }\n")
+    res = ukl("build", str(src), "-o", "x", "--binary", "a")
+    assert res.returncode == 2
+    assert "--binary applies to a Makefile directory" in _one_line_error(res)
+
+
+def test_non_ukl_app_on_stock_flavour_is_refused() -> None:
+    from ukl.kernel import build
+    with pytest.raises(UklError, match="CONFIG_UNIKERNEL_LINUX off"):
+        build.build("stock", ukl_app=Path("/nonexistent.o"))

@@ -9,11 +9,13 @@ kernel pattern such as `*(.text)` can then take application sections.
 """
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 from ukl.common import paths
 from ukl.common.errors import UklError
-from ukl.common.proc import run_quiet
+from ukl.common.proc import run_logged, run_quiet
 from ukl.toolchain import driver, layout
 from ukl.toolchain.host_cc import CXX_SUFFIXES, check_sources
 
@@ -48,8 +50,7 @@ def compile_app(sources: list[Path], name: str) -> Path:
     for the kernel link (build/apps/NAME/NAME.ukl.o)."""
     check_sources(sources)
     ensure_toolchain()
-    cxx = any(s.suffix in CXX_SUFFIXES for s in sources)
-    compiler = paths.REPO_ROOT / "bin" / ("ukl-c++" if cxx else "ukl-cc")
+    compiler = compiler_path(any(s.suffix in CXX_SUFFIXES for s in sources))
     out_dir = app_dir(name)
     out_dir.mkdir(parents=True, exist_ok=True)
     linked = out_dir / f"{name}.ukl-linked"
@@ -58,3 +59,32 @@ def compile_app(sources: list[Path], name: str) -> Path:
     if not linked.is_file():
         raise UklError(f"{compiler.name} produced no {linked}")
     return kernel_object(linked, out_dir / f"{name}.ukl.o")
+
+
+def compiler_path(cxx: bool) -> Path:
+    return paths.REPO_ROOT / "bin" / ("ukl-c++" if cxx else "ukl-cc")
+
+
+def build_project(project: Path, name: str, binary: str | None, ukl: bool) -> Path:
+    """Build a Makefile project unchanged, with `make CC=ukl-cc CXX=ukl-c++`
+    (or static host compilers for an ordinary process), in a copy under
+    build/apps/NAME so the user's tree and the two modes never mix objects.
+    Returns the program the project built (BINARY, default NAME)."""
+    if not (project / "Makefile").is_file() and not (project / "makefile").is_file():
+        raise UklError(f"{project} has no Makefile; give source files instead, or "
+                       "a directory whose Makefile builds the program")
+    if ukl:
+        ensure_toolchain()
+        cc, cxx = str(compiler_path(False)), str(compiler_path(True))
+    else:
+        cc, cxx = "gcc -static -pthread", "g++ -static -pthread"
+    work = app_dir(name) / ("project-ukl" if ukl else "project-process")
+    shutil.copytree(project, work, dirs_exist_ok=True)
+    run_logged(["make", "-C", str(work), f"-j{len(os.sched_getaffinity(0))}",
+                f"CC={cc}", f"CXX={cxx}"],
+               label=f"make {name}", log_path=paths.logs_dir() / f"app-{name}.log")
+    program = work / (binary or name)
+    if not program.is_file():
+        raise UklError(f"the project built no {binary or name}; name the program it "
+                       f"builds with --binary (relative to {project})")
+    return program
