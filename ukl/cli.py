@@ -5,6 +5,7 @@
     ukl kernel build [FLAVOUR]        build vmlinux (incremental, ccache)
     ukl toolchain build               UKL glibc (+ support libraries) -> build/toolchain
     ukl build SOURCE... -o NAME       program + kernel -> build/images/NAME
+    ukl bench [GROUP...]              microbenchmarks, every config -> results/NAME
     ukl image create NAME --program P  image from an existing static program
     ukl initramfs -o OUT [...]        just the initramfs
     ukl lint FILE...                  check objects for code unfit for CPL0/kernel link
@@ -74,6 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_kernel(p, default="ukl")
     _add_image_contents(p)
 
+    p = sub.add_parser("bench", help="LEBench-style microbenchmarks: every config, one run, "
+                       "instruction counts under icount -> results/NAME/")
+    p.add_argument("groups", nargs="*", metavar="GROUP",
+                   help="benchmark groups (default all): floor file pipe udp unix "
+                   "page-fault stack-fault thread fork")
+    p.add_argument("--name", default="latest", help="results/NAME (default: latest)")
+    p.add_argument("--configs", default="stock,ukl", metavar="A,B",
+                   help="kernel flavours, the first is the baseline (default: stock,ukl)")
+    p.add_argument("--quick", action="store_true",
+                   help="1,000 iterations instead of 10,000 (for tests)")
+
     p = sub.add_parser("image", help="images under build/images")
     p.add_argument("action", choices=["create"])
     p.add_argument("name")
@@ -126,31 +138,12 @@ def _make_image(args: argparse.Namespace, name: str, program: Path | None) -> in
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    """Sources or a Makefile directory -> image: linked into a UKL kernel,
-    or an ordinary process on any other flavour."""
-    from ukl.image import image, ukl_app
-    from ukl.kernel import config
-    flavour = config.get_flavour(args.kernel)
-    ukl_mode = config.is_ukl(flavour)
-    project = args.sources[0] if len(args.sources) == 1 and args.sources[0].is_dir() else None
-    if args.binary and project is None:
-        raise UklError("--binary applies to a Makefile directory, not to source files")
-    if not ukl_mode:
-        from ukl.toolchain import host_cc
-        program = (ukl_app.build_project(project, args.output, args.binary, ukl=False)
-                   if project else host_cc.compile_static(list(args.sources), args.output))
-        return _make_image(args, args.output, program)
-    from ukl.kernel import build as kbuild
-    if project:
-        linked = ukl_app.build_project(project, args.output, args.binary, ukl=True)
-        app = ukl_app.kernel_object(linked, ukl_app.app_dir(args.output) / f"{args.output}.ukl.o")
-    else:
-        app = ukl_app.compile_app(list(args.sources), args.output)
-    vmlinux = kbuild.build(args.kernel, ukl_app=app)
-    spec = _spec(args, None)
-    spec.ukl_exec = config.ukl_exec_name(flavour)
-    img = image.create(args.output, vmlinux, args.kernel, spec, mode="ukl")
-    print(f"ukl: UKL image {args.output} ready in {img.path}; boot it with "
+    """Sources or a Makefile directory -> image (see ukl.image.appbuild)."""
+    from ukl.image import appbuild
+    img = appbuild.build_image(args.output, args.kernel, list(args.sources),
+                               _spec(args, None), binary=args.binary)
+    kind = "UKL image" if img.meta.mode == "ukl" else "image"
+    print(f"ukl: {kind} {args.output} ready in {img.path}; boot it with "
           f"`ukl run {args.output}`", file=sys.stderr)
     return 0
 
@@ -222,6 +215,12 @@ def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
         return 0
     if args.command == "build":
         return _cmd_build(args)
+    if args.command == "bench":
+        from ukl.bench import runner
+        out = runner.bench(args.name, [c for c in args.configs.split(",") if c],
+                           args.quick, list(args.groups))
+        print(f"ukl: results in {out} (results.md, results.csv, meta.json)", file=sys.stderr)
+        return 0
     if args.command == "image":
         return _make_image(args, args.name, args.program)
     if args.command == "lint":

@@ -1,0 +1,259 @@
+/*
+ * LEBench-style microbenchmarks for UKL, after the UKL paper (Figure 3,
+ * Figure 4, Table 2). The same source runs as an ordinary process on the
+ * stock kernel and linked into a UKL kernel.
+ *
+ * Every operation is timed with rdtsc around one call. Under QEMU TCG with
+ * `-icount shift=0,sleep=off` the guest TSC advances one tick per guest
+ * instruction, so each figure is an exact instruction count (including
+ * the ~2 instructions of the rdtsc pair itself; see the "rdtsc" row).
+ *
+ * Output, one line per measurement, for `ukl bench` to collect:
+ *   bench,OP,SIZE,ITERATIONS,MIN,MEDIAN
+ *
+ * Usage: lebench [--quick] [OP...]   (no OP: all of them)
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SIZE 8192
+#define SIZE_STEP 256
+#define WARMUP 100
+#define PAGE 4096
+
+static long iterations = 10000;
+static uint64_t *samples;
+static char *buf;
+
+static inline uint64_t tsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi) :: "memory");
+	return (uint64_t)hi << 32 | lo;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void report(const char *op, long size, long n)
+{
+	qsort(samples, n, sizeof(*samples), cmp_u64);
+	printf("bench,%s,%ld,%ld,%llu,%llu\n", op, size, n,
+	       (unsigned long long)samples[0], (unsigned long long)samples[n / 2]);
+	fflush(stdout);
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+/* Time `call` once per iteration after a warm-up; `between` runs untimed. */
+#define MEASURE(op, size, call, between)				\
+	do {								\
+		for (long i_ = 0; i_ < WARMUP; i_++) {			\
+			call;						\
+			between;					\
+		}							\
+		for (long i_ = 0; i_ < iterations; i_++) {		\
+			uint64_t t0_ = tsc();				\
+			call;						\
+			samples[i_] = tsc() - t0_;			\
+			between;					\
+		}							\
+		report(op, size, iterations);				\
+	} while (0)
+
+static void bench_floor(void)
+{
+	struct timespec ts;
+
+	MEASURE("rdtsc", 0, (void)0, (void)0);
+	MEASURE("clock_gettime", 0, clock_gettime(CLOCK_MONOTONIC, &ts), (void)0);
+	MEASURE("getppid", 0, syscall(SYS_getppid), (void)0);
+}
+
+static void bench_file(void)
+{
+	int fd = open("/tmp/lebench.dat", O_CREAT | O_RDWR | O_TRUNC, 0600);
+
+	if (fd < 0 || pwrite(fd, buf, MAX_SIZE, 0) != MAX_SIZE)
+		die("tmpfs file");
+	for (long size = 1; size <= MAX_SIZE; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
+		MEASURE("read-file", size, pread(fd, buf, size, 0), (void)0);
+		MEASURE("write-file", size, pwrite(fd, buf, size, 0), (void)0);
+	}
+	close(fd);
+	unlink("/tmp/lebench.dat");
+}
+
+static void bench_pipe(void)
+{
+	int p[2];
+
+	if (pipe(p))
+		die("pipe");
+	for (long size = 1; size <= MAX_SIZE; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
+		MEASURE("write-pipe", size, write(p[1], buf, size), read(p[0], buf, size));
+		/* Prime the pipe, then time each read and refill untimed. */
+		write(p[1], buf, size);
+		MEASURE("read-pipe", size, read(p[0], buf, size), write(p[1], buf, size));
+		read(p[0], buf, size);
+	}
+	close(p[0]);
+	close(p[1]);
+}
+
+static void bench_socket(const char *send_op, const char *recv_op, int tx, int rx,
+			 const struct sockaddr *to, socklen_t tolen)
+{
+	for (long size = 1; size <= MAX_SIZE; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
+		MEASURE(send_op, size, sendto(tx, buf, size, 0, to, tolen),
+			recvfrom(rx, buf, size, 0, NULL, NULL));
+		/* Prime one datagram, then time each receive and refill. */
+		sendto(tx, buf, size, 0, to, tolen);
+		MEASURE(recv_op, size, recvfrom(rx, buf, size, 0, NULL, NULL),
+			sendto(tx, buf, size, 0, to, tolen));
+		recvfrom(rx, buf, size, 0, NULL, NULL);
+	}
+}
+
+static void bench_udp(void)
+{
+	struct sockaddr_in addr = { .sin_family = AF_INET };
+	socklen_t len = sizeof(addr);
+	int rcvbuf = 1 << 20;
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	if (s < 0 || bind(s, (struct sockaddr *)&addr, sizeof(addr)) ||
+	    getsockname(s, (struct sockaddr *)&addr, &len))
+		die("udp socket");
+	bench_socket("sendto-udp", "recvfrom-udp", s, s, (struct sockaddr *)&addr, len);
+	close(s);
+}
+
+static void bench_unix(void)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv))
+		die("socketpair");
+	bench_socket("sendto-unix", "recvfrom-unix", sv[0], sv[1], NULL, 0);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* One new anonymous page per iteration: the paper's page-fault loop. */
+static void bench_page_fault(void)
+{
+	long n = iterations + WARMUP;
+	volatile char *area = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long page = 0;
+
+	if (area == MAP_FAILED)
+		die("mmap");
+	MEASURE("page-fault", 0, area[PAGE * page] = 1, page++);
+	munmap((void *)area, n * PAGE);
+}
+
+/*
+ * One new page of the main thread's stack per iteration: the stack grows
+ * down, page by page, below the current stack pointer.
+ */
+static void __attribute__((noinline)) bench_stack_fault(void)
+{
+	struct rlimit big = { 256UL << 20, 256UL << 20 };
+	volatile char *sp = __builtin_frame_address(0);
+	long page = 4;
+
+	/* Room for iterations + warm-up pages (checked at fault time). */
+	setrlimit(RLIMIT_STACK, &big);
+	MEASURE("stack-fault", 0, sp[-PAGE * page] = 1, page++);
+}
+
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+static void bench_thread(void)
+{
+	pthread_t t;
+
+	MEASURE("thread-create-join", 0,
+		(pthread_create(&t, NULL, nothing, NULL), pthread_join(t, NULL)), (void)0);
+}
+
+static void bench_fork(void)
+{
+	pid_t pid;
+
+	MEASURE("fork-wait", 0,
+		((pid = fork()) == 0 ? _exit(0) : (void)waitpid(pid, NULL, 0)), (void)0);
+}
+
+struct group {
+	const char *name;
+	void (*run)(void);
+};
+
+static const struct group groups[] = {
+	{ "floor", bench_floor },	{ "file", bench_file },
+	{ "pipe", bench_pipe },		{ "udp", bench_udp },
+	{ "unix", bench_unix },		{ "page-fault", bench_page_fault },
+	{ "stack-fault", bench_stack_fault }, { "thread", bench_thread },
+	{ "fork", bench_fork },
+};
+
+int main(int argc, char **argv)
+{
+	int first = 1, ran = 0;
+
+	if (argc > 1 && !strcmp(argv[1], "--quick")) {
+		iterations = 1000;
+		first = 2;
+	}
+	samples = malloc(iterations * sizeof(*samples));
+	buf = malloc(MAX_SIZE);
+	if (!samples || !buf)
+		die("malloc");
+	/* Pre-fault every buffer the measurements touch. */
+	memset(samples, 0, iterations * sizeof(*samples));
+	memset(buf, 0x5a, MAX_SIZE);
+
+	for (unsigned int g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+		int wanted = argc <= first;
+
+		for (int i = first; i < argc; i++)
+			wanted |= !strcmp(argv[i], groups[g].name);
+		if (wanted) {
+			groups[g].run();
+			ran++;
+		}
+	}
+	printf("bench-done,%d\n", ran);
+	return ran ? 0 : 2;
+}

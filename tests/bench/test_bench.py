@@ -1,0 +1,51 @@
+"""`ukl bench`: parsing and reports (fast), and a repeatability run (QEMU)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ukl
+from ukl.bench import report
+
+CONSOLE = """boot noise
+bench,getppid,0,10000,213,214
+bench,read-file,1,10000,1224,1249
+bench,read-file,4096,10000,1300,1350
+bench-done,1
+"""
+
+
+def test_parse_takes_only_bench_lines() -> None:
+    rows = report.parse(CONSOLE, "stock")
+    assert [(r.op, r.size, r.min, r.median) for r in rows] == [
+        ("getppid", 0, 213, 214), ("read-file", 1, 1224, 1249), ("read-file", 4096, 1300, 1350)]
+
+
+def test_markdown_has_ratio_and_instruction_note(tmp_path: Path) -> None:
+    rows = report.parse(CONSOLE, "stock") + [
+        report.Row("ukl", "getppid", 0, 10000, 100, 107)]
+    md = report.markdown(rows, ["stock", "ukl"], "ukl bench")
+    assert "| getppid | - | 214 (213) | 107 (100) | 0.50 |" in md
+    assert "instructions" in md and "swapgs" in md
+    report.write_csv(rows, tmp_path / "r.csv")
+    assert report.read_csv(tmp_path / "r.csv") == rows
+
+
+@pytest.mark.boot
+def test_quick_subset_is_repeatable(tmp_path: Path, stock_kernel, ukl_kernel) -> None:  # noqa: ANN001
+    # Under -icount the guest's rdtsc counts instructions: two runs of the
+    # same subset must give the very same figures.
+    env = {"UKL_RESULTS_DIR": str(tmp_path)}
+    figures = []
+    for name in ("first", "second"):
+        res = ukl("bench", "--quick", "--name", name, "floor", "page-fault", env=env)
+        assert res.returncode == 0, res.stdout + res.stderr
+        figures.append((tmp_path / name / "results.csv").read_text())
+    assert figures[0] == figures[1]
+    rows = report.read_csv(tmp_path / "first" / "results.csv")
+    getppid = {r.config: r.median for r in rows if r.op == "getppid"}
+    # The brief measured about 205 instructions for stock getppid.
+    assert 100 < getppid["stock"] < 400, getppid
+    assert set(getppid) == {"stock", "ukl"}
+    assert "instructions" in (tmp_path / "first" / "results.md").read_text()

@@ -1,0 +1,1 @@
+"""`ukl bench`: the LEBench-style microbenchmarks, every kernel config in one run."""

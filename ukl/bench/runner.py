@@ -1,0 +1,123 @@
+"""Build the benchmark for every kernel config, run each under icount, and
+write results/NAME/: results.csv, results.md and meta.json.
+
+All configs are built from the same patched kernel tree (the flavours in
+kernel/flavours.ini) and run in one invocation, so they can be compared
+side by side.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ukl.bench import report
+from ukl.common import paths
+from ukl.common.errors import UklError
+from ukl.image import appbuild
+from ukl.image.initramfs import InitramfsSpec
+from ukl.kernel import config
+from ukl.runner import qemu, run
+from ukl.sources import debian
+
+LEBENCH = paths.REPO_ROOT / "benchmarks" / "lebench" / "lebench.c"
+
+def results_dir() -> Path:
+    """results/ in the repository; UKL_RESULTS_DIR overrides (tests use it)."""
+    override = os.environ.get("UKL_RESULTS_DIR")
+    return Path(override).resolve() if override else paths.REPO_ROOT / "results"
+
+# Measurements per benchmark group (see lebench.c): 33 sizes per size sweep.
+GROUP_LINES = {"floor": 3, "file": 66, "pipe": 66, "udp": 66, "unix": 66,
+               "page-fault": 1, "stack-fault": 1, "thread": 1, "fork": 1}
+# Generous: a full run of one config takes a few minutes under icount.
+RUN_TIMEOUT = 3600.0
+
+
+def _expected_lines(groups: list[str]) -> int:
+    return sum(GROUP_LINES[g] for g in (groups or GROUP_LINES))
+
+
+def _progress(config_name: str, log: Path, total: int, done: threading.Event) -> None:
+    """One status line, rewritten as the guest reports measurements."""
+    start = time.monotonic()
+    while not done.wait(1.0):
+        count = log.read_text(errors="replace").count("\nbench,") if log.is_file() else 0
+        sys.stderr.write(f"\r   [bench {config_name}] {count}/{total} measurements, "
+                         f"{time.monotonic() - start:.0f} s ")
+        sys.stderr.flush()
+    sys.stderr.write("\n")
+
+
+def run_config(flavour: str, quick: bool, groups: list[str]) -> list[report.Row]:
+    img = appbuild.build_image(f"bench-{flavour}", flavour, [LEBENCH], InitramfsSpec())
+    args = (["--quick"] if quick else []) + groups
+    opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=1, mem="1G",
+                           icount=True, gdb=False, append=[], program_args=args)
+    log = paths.logs_dir() / f"run-bench-{flavour}.log"
+    log.unlink(missing_ok=True)
+    done = threading.Event()
+    ticker = threading.Thread(target=_progress,
+                              args=(flavour, log, _expected_lines(groups), done))
+    ticker.start()
+    try:
+        outcome = run.run(opts, log_name=f"bench-{flavour}", timeout=RUN_TIMEOUT, echo=False)
+    finally:
+        done.set()
+        ticker.join()
+    if outcome.exit_code != 0:
+        if outcome.problem:
+            run.report_problem(outcome)
+        raise UklError(f"benchmark on {flavour} failed (status {outcome.exit_code}); "
+                       f"console log: {outcome.log}")
+    rows = report.parse(outcome.log.read_text(errors="replace"), flavour)
+    if len(rows) != _expected_lines(groups):
+        raise UklError(f"benchmark on {flavour}: {len(rows)} measurements, expected "
+                       f"{_expected_lines(groups)}; console log: {outcome.log}")
+    return rows
+
+
+def _meta(configs: list[str], command: str, quick: bool, groups: list[str]) -> dict:
+    qemu_version = subprocess.run([qemu.QEMU, "--version"], capture_output=True,
+                                  text=True).stdout.splitlines()[:1]
+    linux = debian.get("linux")
+    return {
+        "command": command,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "kernel": f"{linux.package} {linux.recorded_version} + kernel/patches",
+        "qemu": qemu_version[0] if qemu_version else "?",
+        "qemu_mode": "TCG, -icount shift=0,sleep=off, 1 CPU, 1 GiB",
+        "host": platform.node(),
+        "iterations": 1000 if quick else 10000,
+        "groups": groups or list(GROUP_LINES),
+        "configs": {c: [f.name for f in config.get_flavour(c).fragments] for c in configs},
+        "config_options": {c: config.merged_options(config.get_flavour(c)) for c in configs},
+        "note": report.NOTE,
+    }
+
+
+def bench(name: str, configs: list[str], quick: bool, groups: list[str]) -> Path:
+    unknown = [g for g in groups if g not in GROUP_LINES]
+    if unknown:
+        raise UklError(f"unknown benchmark group(s) {', '.join(unknown)}; "
+                       f"choose from {', '.join(GROUP_LINES)}")
+    for c in configs:
+        config.get_flavour(c)  # fails early, naming the known flavours
+    command = "ukl bench " + shlex.join(sys.argv[2:]) if len(sys.argv) > 1 else "ukl bench"
+    rows: list[report.Row] = []
+    for i, c in enumerate(configs, 1):
+        print(f"ukl: bench config {i}/{len(configs)}: {c}", file=sys.stderr)
+        rows += run_config(c, quick, groups)
+    out = results_dir() / name
+    out.mkdir(parents=True, exist_ok=True)
+    report.write_csv(rows, out / "results.csv")
+    (out / "results.md").write_text(report.markdown(rows, configs, command))
+    (out / "meta.json").write_text(json.dumps(_meta(configs, command, quick, groups),
+                                              indent=2) + "\n")
+    return out
