@@ -85,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="kernel flavours, the first is the baseline (default: stock,ukl)")
     p.add_argument("--quick", action="store_true",
                    help="1,000 iterations instead of 10,000 (for tests)")
+    p.add_argument("--replot", action="store_true",
+                   help="only redraw the plots of results/NAME from its results.csv")
 
     p = sub.add_parser("image", help="images under build/images")
     p.add_argument("action", choices=["create"])
@@ -217,6 +219,9 @@ def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
         return _cmd_build(args)
     if args.command == "bench":
         from ukl.bench import runner
+        if args.replot:
+            print(f"ukl: plots redrawn in {runner.replot(args.name)}", file=sys.stderr)
+            return 0
         out = runner.bench(args.name, [c for c in args.configs.split(",") if c],
                            args.quick, list(args.groups))
         print(f"ukl: results in {out} (results.md, results.csv, meta.json)", file=sys.stderr)

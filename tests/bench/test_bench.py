@@ -49,3 +49,19 @@ def test_quick_subset_is_repeatable(tmp_path: Path, stock_kernel, ukl_kernel) ->
     assert 100 < getppid["stock"] < 400, getppid
     assert set(getppid) == {"stock", "ukl"}
     assert "instructions" in (tmp_path / "first" / "results.md").read_text()
+
+
+def test_plots_are_written(tmp_path: Path) -> None:
+    # matplotlib comes with `make setup`; without it this fails, not skips.
+    from ukl.bench import plots
+    rows = []
+    for config, scale in (("stock", 1.0), ("ukl", 0.9)):
+        rows.append(report.Row(config, "getppid", 0, 10, 200, int(210 * scale)))
+        for op in plots.SIZED:
+            for size in (1, 256, 512):
+                rows.append(report.Row(config, op, size, 10, 1000, int((1000 + size) * scale)))
+        for op in plots.FAULTS:
+            rows.append(report.Row(config, op, 0, 10, 5000, int(5200 * scale)))
+    outs = plots.write_all(rows, ["stock", "ukl"], tmp_path)
+    for out in outs:
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", out

@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from ukl.bench import report
+from ukl.bench import plots, report
 from ukl.common import paths
 from ukl.common.errors import UklError
 from ukl.image import appbuild
@@ -120,4 +120,17 @@ def bench(name: str, configs: list[str], quick: bool, groups: list[str]) -> Path
     (out / "results.md").write_text(report.markdown(rows, configs, command))
     (out / "meta.json").write_text(json.dumps(_meta(configs, command, quick, groups),
                                               indent=2) + "\n")
+    plots.write_all(rows, configs, out)
+    return out
+
+
+def replot(name: str) -> Path:
+    """Redraw the plots of results/NAME from its results.csv."""
+    out = results_dir() / name
+    csv_path = out / "results.csv"
+    if not csv_path.is_file():
+        raise UklError(f"no {csv_path}; run `ukl bench --name {name}` first")
+    rows = report.read_csv(csv_path)
+    configs = list(dict.fromkeys(r.config for r in rows))
+    plots.write_all(rows, configs, out)
     return out
