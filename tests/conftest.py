@@ -35,3 +35,34 @@ def ukl_kernel() -> Path:
     own), built (incrementally) if needed."""
     from ukl.kernel import build
     return build.build("ukl")
+
+
+def gdb_break_session(image: str, breakpoint: str, *program_args: str
+                      ) -> tuple[subprocess.CompletedProcess[str], int, str]:
+    """Boot `image` with --gdb, attach gdb with the image's vmlinux, stop at
+    `breakpoint`, print its source line, then let it run to the end.
+    Returns gdb's result and the run's exit status and output."""
+    import time
+    runner = subprocess.Popen(
+        [sys.executable, str(REPO / "bin" / "ukl"), "run", image, "--gdb", "--",
+         *program_args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # The hint line printed by ukl is the command to use.
+        hint = runner.stderr.readline() + runner.stderr.readline()
+        assert "target remote localhost:1234" in hint, hint
+        vmlinux = hint.split()[-1]
+        for _ in range(40):  # QEMU opens the gdbstub port shortly after starting
+            gdb = subprocess.run(
+                ["gdb", "-batch", "-nx", "-ex", "target remote localhost:1234",
+                 "-ex", f"break {breakpoint}", "-ex", "continue", "-ex", "info line *$pc",
+                 "-ex", "delete", "-ex", "continue", vmlinux],
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+            if "Connection refused" not in gdb.stderr:
+                break
+            time.sleep(0.5)
+        out, _ = runner.communicate(timeout=120)
+        return gdb, runner.returncode, out
+    finally:
+        if runner.poll() is None:
+            runner.kill()

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.conftest import PROGRAMS, REPO, ukl
+from tests.conftest import PROGRAMS, gdb_break_session, ukl
 
 pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "120"
@@ -86,27 +86,7 @@ def test_kernel_panic_gives_125_with_console_tail(exit_image: str) -> None:
 
 def test_gdb_attaches_with_symbols(exit_image: str) -> None:
     """--gdb starts paused; gdb attaches, stops in start_kernel with source info."""
-    runner = subprocess.Popen(
-        [sys.executable, str(REPO / "bin" / "ukl"), "run", exit_image, "--gdb", "--", "7"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        # The hint line printed by ukl is the command to use.
-        hint = runner.stderr.readline() + runner.stderr.readline()
-        assert "target remote localhost:1234" in hint, hint
-        vmlinux = hint.split()[-1]
-        for _ in range(40):  # QEMU opens the gdbstub port shortly after starting
-            gdb = subprocess.run(
-                ["gdb", "-batch", "-nx", "-ex", "target remote localhost:1234",
-                 "-ex", "break start_kernel", "-ex", "continue", "-ex", "info line *$pc",
-                 "-ex", "delete", "-ex", "continue", vmlinux],
-                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
-            if "Connection refused" not in gdb.stderr:
-                break
-            time.sleep(0.5)
-        assert "Breakpoint 1, start_kernel" in gdb.stdout, gdb.stdout + gdb.stderr
-        assert "init/main.c" in gdb.stdout, gdb.stdout
-        out, _ = runner.communicate(timeout=120)
-        assert runner.returncode == 7, out
-    finally:
-        if runner.poll() is None:
-            runner.kill()
+    gdb, status, out = gdb_break_session(exit_image, "start_kernel", "7")
+    assert "Breakpoint 1, start_kernel" in gdb.stdout, gdb.stdout + gdb.stderr
+    assert "init/main.c" in gdb.stdout, gdb.stdout
+    assert status == 7, out

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tests.conftest import PROGRAMS, ukl
+from tests.conftest import PROGRAMS, gdb_break_session, ukl
 
 pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "300"
@@ -185,3 +185,14 @@ def test_app_change_relinks_without_recompiling(ukl_kernel) -> None:  # noqa: AN
     assert elapsed < 60, f"app change -> image took {elapsed:.0f} s"
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT, "--", "4")
     assert res.returncode == 4, res.stdout + res.stderr
+
+
+def test_gdb_breaks_in_the_app_with_its_source(ukl_kernel) -> None:  # noqa: ANN001
+    # The application is part of vmlinux: gdb on the image's vmlinux stops in
+    # its main (the symbol is __ukl_main, DWARF still says main) and shows
+    # the app's arguments and source line.
+    image = _build("t-ukl-exit", str(PROGRAMS / "exit_with.c"))
+    gdb, status, out = gdb_break_session(image, "__ukl_main", "7")
+    assert "Breakpoint 1, main (argc=2, argv=" in gdb.stdout, gdb.stdout + gdb.stderr
+    assert "exit_with.c:" in gdb.stdout, gdb.stdout
+    assert status == 7, out
