@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="deterministic mode: -icount shift=0,sleep=off (rdtsc = instructions)")
     p.add_argument("--gdb", action="store_true",
                    help="start paused with a gdbstub; prints the gdb command to attach")
+    p.add_argument("-p", "--port", action="append", default=[], metavar="HOST:GUEST",
+                   help="forward TCP port HOST on 127.0.0.1 to GUEST in the guest "
+                   "(adds a virtio-net NIC on QEMU user networking)")
     p.add_argument("--append", action="append", default=[], metavar="ARG",
                    help="extra kernel command-line argument (repeatable)")
     p.add_argument("--quiet-console", action="store_true",
@@ -173,7 +176,8 @@ def _cmd_run(args: argparse.Namespace, program_args: list[str]) -> int:
     img = image.find(args.image)
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=args.smp,
                            mem=args.mem, icount=args.icount, gdb=args.gdb,
-                           append=list(args.append), program_args=program_args)
+                           append=list(args.append), program_args=program_args,
+                           forwards=[qemu.parse_forward(p) for p in args.port])
     if args.timeout is not None and args.timeout <= 0:
         raise UklError("--timeout must be a positive number of seconds")
     timeout = None if args.gdb else args.timeout

@@ -196,3 +196,57 @@ def test_gdb_breaks_in_the_app_with_its_source(ukl_kernel) -> None:  # noqa: ANN
     assert "Breakpoint 1, main (argc=2, argv=" in gdb.stdout, gdb.stdout + gdb.stderr
     assert "exit_with.c:" in gdb.stdout, gdb.stdout
     assert status == 7, out
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_tcp_echo_server_reached_from_host(ukl_kernel) -> None:  # noqa: ANN001 - fixture
+    # `ukl run -p HOST:GUEST`: virtio-net on QEMU user networking; the host
+    # talks to the UKL echo server through the forwarded port.
+    import socket
+    import subprocess
+    import sys
+    import time
+    from tests.conftest import REPO
+    image = _build("t-ukl-echo", str(REPO / "examples" / "echo" / "echo.c"))
+    port = _free_port()
+    runner = subprocess.Popen(
+        [sys.executable, str(REPO / "bin" / "ukl"), "run", image, "-p", f"{port}:7",
+         "--timeout", BOOT_TIMEOUT], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = ""
+        while "echo: listening on port 7 (ring 0)" not in seen:
+            line = runner.stdout.readline()
+            assert line, f"runner ended before the server listened:\n{seen}"
+            seen += line
+        replies = []
+        for msg in (b"hello from the host\n", b"x" * 3000):
+            for _ in range(50):  # QEMU's forward can lag the guest's listen()
+                try:
+                    conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+                    break
+                except OSError:
+                    time.sleep(0.2)
+            with conn:
+                conn.sendall(msg)
+                got = b""
+                while len(got) < len(msg):
+                    chunk = conn.recv(65536)
+                    assert chunk, "connection closed early"
+                    got += chunk
+                replies.append(got)
+        assert replies == [b"hello from the host\n", b"x" * 3000]
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+            conn.sendall(b"quit\n")
+        out, _ = runner.communicate(timeout=120)
+        assert "echo: done" in out, seen + out
+        assert runner.returncode == 0, seen + out
+    finally:
+        if runner.poll() is None:
+            runner.kill()

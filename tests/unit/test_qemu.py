@@ -83,3 +83,19 @@ def test_decode_status_rejects_disagreement_and_missing_line() -> None:
     assert decode_status(7, b"ukl-init: exit status 4\n") is None  # port said 3
     assert decode_status(1, b"qemu: could not load kernel\n") is None  # QEMU's own error
     assert decode_status(0, b"ukl-init: exit status 0\n") is None  # reboot, not debug-exit
+
+
+def test_port_forwards_add_a_virtio_nic() -> None:
+    base = qemu.command(_opts())
+    assert base[base.index("-nic") + 1] == "none"
+    cmd = qemu.command(_opts(forwards=[qemu.parse_forward("8080:80"),
+                                       qemu.parse_forward("6379:6379")]))
+    assert cmd[cmd.index("-nic") + 1] == (
+        "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:8080-:80,"
+        "hostfwd=tcp:127.0.0.1:6379-:6379")
+
+
+@pytest.mark.parametrize("spec", ["80", "a:b", "0:80", "8080:70000", "1:2:3"])
+def test_bad_port_forward_is_refused(spec: str) -> None:
+    with pytest.raises(UklError, match="use HOST:GUEST"):
+        qemu.parse_forward(spec)

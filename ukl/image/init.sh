@@ -12,6 +12,12 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
 ip link set lo up
+# QEMU user networking (ukl run -p): fixed addresses, no DHCP client needed.
+if [ -e /sys/class/net/eth0 ]; then
+	ip addr add 10.0.2.15/24 dev eth0
+	ip link set eth0 up
+	ip route add default via 10.0.2.2
+fi
 
 # Defines UKL_PROGRAM and ukl_start_helpers.
 . /etc/ukl/image.conf

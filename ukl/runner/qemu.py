@@ -29,6 +29,26 @@ class RunOptions:
     gdb: bool = False
     append: list[str] = field(default_factory=list)
     program_args: list[str] = field(default_factory=list)
+    # TCP port forwards (host port, guest port) through QEMU user networking.
+    forwards: list[tuple[int, int]] = field(default_factory=list)
+
+
+def parse_forward(spec: str) -> tuple[int, int]:
+    """'HOST:GUEST' (TCP ports) -> (host, guest)."""
+    m = re.fullmatch(r"(\d+):(\d+)", spec)
+    ports = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    if not m or not all(1 <= p <= 65535 for p in ports):
+        raise UklError(f"-p {spec}: use HOST:GUEST with TCP ports 1-65535, e.g. -p 8080:80")
+    return ports
+
+
+def _network(opts: RunOptions) -> list[str]:
+    """No network unless ports are forwarded: then a virtio-net NIC on QEMU
+    user networking (guest 10.0.2.15, set up by the image's init)."""
+    if not opts.forwards:
+        return ["-nic", "none"]
+    fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{h}-:{g}" for h, g in opts.forwards)
+    return ["-nic", f"user,model=virtio-net-pci,{fwd}"]
 
 
 def check_mem(mem: str) -> str:
@@ -80,7 +100,7 @@ def command(opts: RunOptions) -> list[str]:
         "-display", "none",
         "-monitor", "none",
         "-serial", "stdio",
-        "-nic", "none",
+        *_network(opts),
         "-no-reboot",
         "-device", f"isa-debug-exit,iobase={DEBUG_EXIT_PORT:#x},iosize=0x01",
     ]
