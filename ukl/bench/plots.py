@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ukl.bench.report import Row
+from ukl.bench.report import Row, index
 from ukl.common.errors import UklError
 
 # clock_gettime is the floor, not a system call on stock (vDSO): see results.md.
@@ -28,26 +28,30 @@ def _pyplot():  # noqa: ANN202 - matplotlib has no stable types
     return plt
 
 
-def _median(rows: list[Row], config: str, op: str, size: int) -> int | None:
-    for r in rows:
-        if (r.config, r.op, r.size) == (config, op, size):
-            return r.median
-    return None
+def _median(rows: dict[tuple[str, str, int], Row], config: str, op: str,
+            size: int) -> int | None:
+    row = rows.get((config, op, size))
+    return row.median if row else None
+
+
+def _smallest_size(op: str) -> int:
+    """getppid has no request size (0); the others start at 1 byte."""
+    return 0 if op == "getppid" else 1
 
 
 def figure3(rows: list[Row], configs: list[str], out: Path) -> None:
     """Per-system-call median at the smallest size, relative to the baseline."""
     plt = _pyplot()
     base = configs[0]
-    ops = [op for op in SYSCALLS if _median(rows, base, op, 0 if op in
-                                            ("getppid", "clock_gettime") else 1)]
+    by_key = index(rows)
+    ops = [op for op in SYSCALLS if _median(by_key, base, op, _smallest_size(op))]
     fig, ax = plt.subplots(figsize=(10, 4))
     width = 0.8 / max(1, len(configs) - 1)
     for i, c in enumerate(configs[1:]):
         ratios = []
         for op in ops:
-            size = 0 if op in ("getppid", "clock_gettime") else 1
-            b, v = _median(rows, base, op, size), _median(rows, c, op, size)
+            size = _smallest_size(op)
+            b, v = _median(by_key, base, op, size), _median(by_key, c, op, size)
             ratios.append(100.0 * (v - b) / b if b and v is not None else 0.0)
         bars = ax.bar([x + i * width for x in range(len(ops))], ratios, width, label=c)
         ax.bar_label(bars, fmt="%+.1f%%", fontsize=8)
@@ -85,10 +89,11 @@ def figure4(rows: list[Row], configs: list[str], out: Path) -> None:
 def table2(rows: list[Row], configs: list[str], out: Path) -> None:
     """Page faults: anonymous and stack, median instructions per fault."""
     plt = _pyplot()
+    by_key = index(rows)
     fig, ax = plt.subplots(figsize=(6, 4))
     width = 0.8 / len(configs)
     for i, c in enumerate(configs):
-        vals = [_median(rows, c, op, 0) or 0 for op in FAULTS]
+        vals = [_median(by_key, c, op, 0) or 0 for op in FAULTS]
         bars = ax.bar([x + i * width for x in range(len(FAULTS))], vals, width, label=c)
         ax.bar_label(bars, fontsize=8)
     ax.set_xticks([x + width * (len(configs) - 1) / 2 for x in range(len(FAULTS))])

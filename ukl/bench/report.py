@@ -51,10 +51,15 @@ def read_csv(path: Path) -> list[Row]:
                     int(r["min"]), int(r["median"])) for r in csv.DictReader(f)]
 
 
+def index(rows: list[Row]) -> dict[tuple[str, str, int], Row]:
+    """Rows by (config, op, size)."""
+    return {(r.config, r.op, r.size): r for r in rows}
+
+
 def markdown(rows: list[Row], configs: list[str], command: str) -> str:
     """Stock (the first config) vs each other config: medians and ratios."""
     base = configs[0]
-    by_key = {(r.config, r.op, r.size): r for r in rows}
+    by_key = index(rows)
     keys = sorted({(r.op, r.size) for r in rows}, key=lambda k: (_op_order(rows, k[0]), k[1]))
     head = ["operation", "size"] + [f"{c} median (min)" for c in configs] + \
         [f"{c}/{base}" for c in configs[1:]]

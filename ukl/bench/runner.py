@@ -27,17 +27,17 @@ from ukl.runner import qemu, run
 from ukl.sources import debian
 
 LEBENCH = paths.REPO_ROOT / "benchmarks" / "lebench" / "lebench.c"
-
-def results_dir() -> Path:
-    """results/ in the repository; UKL_RESULTS_DIR overrides (tests use it)."""
-    override = os.environ.get("UKL_RESULTS_DIR")
-    return Path(override).resolve() if override else paths.REPO_ROOT / "results"
-
 # Measurements per benchmark group (see lebench.c): 33 sizes per size sweep.
 GROUP_LINES = {"floor": 3, "file": 66, "pipe": 66, "udp": 66, "unix": 66,
                "page-fault": 1, "stack-fault": 1, "thread": 1, "fork": 1}
 # Generous: a full run of one config takes a few minutes under icount.
 RUN_TIMEOUT = 3600.0
+
+
+def results_dir() -> Path:
+    """results/ in the repository; UKL_RESULTS_DIR overrides (tests use it)."""
+    override = os.environ.get("UKL_RESULTS_DIR")
+    return Path(override).resolve() if override else paths.REPO_ROOT / "results"
 
 
 def _expected_lines(groups: list[str]) -> int:
