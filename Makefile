@@ -40,11 +40,12 @@ setup:
 sources:
 	$(UKL) series prepare all
 
-# Both flavours from the same patched tree: stock (every UKL option off)
-# and the UKL base model.
+# The flavours from the same patched tree: stock (every UKL option off),
+# the UKL base model and UKL_BYP (kernel/flavours.ini).
 kernel:
 	$(UKL) kernel build stock
 	$(UKL) kernel build ukl
+	$(UKL) kernel build ukl-byp
 
 # UKL glibc, gcc runtime libraries and ukl-cc/ukl-c++ support files.
 toolchain:

@@ -37,6 +37,13 @@ def ukl_kernel() -> Path:
     return build.build("ukl")
 
 
+@pytest.fixture(scope="session")
+def byp_kernel() -> Path:
+    """The UKL_BYP flavour (base model + system call bypass)."""
+    from ukl.kernel import build
+    return build.build("ukl-byp")
+
+
 def gdb_break_session(image: str, breakpoint: str, *program_args: str
                       ) -> tuple[subprocess.CompletedProcess[str], int, str]:
     """Boot `image` with --gdb, attach gdb with the image's vmlinux, stop at

@@ -23,6 +23,7 @@
 #define SIGCHLD		17
 #define CLONE_ARGS_STACK	40	/* offsetof(struct clone_args, stack) */
 #define CLONE_ARGS_STACK_SIZE	48
+#define EOPNOTSUPP	95
 
 	.text
 	.globl	ukl_entry_SYSCALL_64
@@ -106,5 +107,19 @@ ukl_entry_SYSCALL_64:
 	ret
 	.cfi_endproc
 	.size	ukl_entry_SYSCALL_64, .-ukl_entry_SYSCALL_64
+
+	/*
+	 * <ukl.h>: the host kernel has no UKL, so every ukl_set_* function
+	 * fails with -EOPNOTSUPP.
+	 */
+	.globl	ukl_set_bypass
+	.type	ukl_set_bypass, @function
+	.p2align 4
+ukl_set_bypass:
+	.cfi_startproc
+	movq	$-EOPNOTSUPP, %rax
+	ret
+	.cfi_endproc
+	.size	ukl_set_bypass, .-ukl_set_bypass
 
 	.section .note.GNU-stack, "", @progbits

@@ -11,7 +11,8 @@
  * Output, one line per measurement, for `ukl bench` to collect:
  *   bench,OP,SIZE,ITERATIONS,MIN,MEDIAN
  *
- * Usage: lebench [--quick] [OP...]   (no OP: all of them)
+ * Usage: lebench [--bypass] [--quick] [OP...]   (no OP: all of them)
+ *   --bypass   turn UKL_BYP system call bypass on first (fails without it)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -29,6 +30,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if __has_include(<ukl.h>)
+#include <ukl.h>
+#endif
 
 #define MAX_SIZE 8192
 #define SIZE_STEP 256
@@ -232,9 +236,19 @@ int main(int argc, char **argv)
 {
 	int first = 1, ran = 0;
 
-	if (argc > 1 && !strcmp(argv[1], "--quick")) {
+	if (argc > first && !strcmp(argv[first], "--bypass")) {
+#if __has_include(<ukl.h>)
+		if (ukl_bypass(1) < 0)
+			die("ukl_bypass");
+#else
+		fprintf(stderr, "lebench: --bypass needs the UKL toolchain\n");
+		return 2;
+#endif
+		first++;
+	}
+	if (argc > first && !strcmp(argv[first], "--quick")) {
 		iterations = 1000;
-		first = 2;
+		first++;
 	}
 	samples = malloc(iterations * sizeof(*samples));
 	buf = malloc(MAX_SIZE);

@@ -4,7 +4,8 @@
  * check prints "ukl_suite: ok NAME" or "ukl_suite: FAIL NAME: why", and the
  * exit status is the number of failures.
  *
- * Usage: ukl_suite [CHECK...]   (no argument: every check)
+ * Usage: ukl_suite [--bypass] [CHECK...]   (no CHECK: every check)
+ *   --bypass   run the checks with UKL_BYP system call bypass on (<ukl.h>)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +24,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if __has_include(<ukl.h>)
+#include <ukl.h>
+#endif
 
 static int failures;
 
@@ -374,24 +378,44 @@ static const struct check checks[] = {
 	{ "spawn", check_spawn },
 };
 
-static int wanted(const char *name, int argc, char **argv)
+static int wanted(const char *name, int argc, char **argv, int first)
 {
-	if (argc < 2)
+	if (argc <= first)
 		return 1;
-	for (int i = 1; i < argc; i++)
+	for (int i = first; i < argc; i++)
 		if (!strcmp(argv[i], name))
 			return 1;
 	return 0;
 }
 
+/* Turn bypass on for the main thread (and so for every thread it creates). */
+static int bypass_on(void)
+{
+#if __has_include(<ukl.h>)
+	return ukl_bypass(1) == 0 ? 0 : -1;
+#else
+	errno = EOPNOTSUPP;
+	return -1;
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	const char *env = getenv("UKL_SUITE_ENV");
+	int first = 1;
 
 	printf("ukl_suite: cpl=%u argc=%d argv0=%s env=%s\n", cpl(), argc,
 	       argv[0], env ? env : "(unset)");
+	if (argc > 1 && !strcmp(argv[1], "--bypass")) {
+		if (bypass_on()) {
+			printf("ukl_suite: FAIL bypass: %s\n", strerror(errno));
+			return 1;
+		}
+		printf("ukl_suite: bypass on\n");
+		first = 2;
+	}
 	for (unsigned int i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
-		if (wanted(checks[i].name, argc, argv))
+		if (wanted(checks[i].name, argc, argv, first))
 			report(checks[i].name, checks[i].run());
 	printf("ukl_suite: %d failure(s)\n", failures);
 	return failures;

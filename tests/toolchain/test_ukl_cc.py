@@ -86,6 +86,19 @@ def test_exit_status_and_args(tmp_path: Path) -> None:
     assert "exit_with: argv[2]=<x y>" in run.stdout
 
 
+def test_ukl_h_on_the_host_reports_unsupported(tmp_path: Path) -> None:
+    # <ukl.h> functions are kernel functions: the host build links the
+    # stand-ins, which fail with EOPNOTSUPP; the UKL object leaves the name
+    # undefined for the kernel link.
+    exe = tmp_path / "bypass"
+    res = _build(UKL_CC, PROGRAMS / "bypass.c", exe)
+    assert res.returncode == 0, res.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "bypass: unsupported (errno 95)" in run.stdout
+    assert "ukl_set_bypass" in driver.undefined_symbols(_ukl_object(exe, tmp_path))
+
+
 def test_raw_syscall_fails_link_naming_function(tmp_path: Path) -> None:
     src = tmp_path / "raw.c"
     src.write_text("long sneaky_getpid(void) { long r; __asm__ volatile(\"syscall\" "

@@ -90,6 +90,11 @@ def is_ukl(flavour: Flavour) -> bool:
     return merged_options(flavour).get("CONFIG_UNIKERNEL_LINUX") == "y"
 
 
+def has_bypass(flavour: Flavour) -> bool:
+    """Whether the flavour's application threads can turn on UKL_BYP."""
+    return is_ukl(flavour) and merged_options(flavour).get("CONFIG_UKL_BYP") == "y"
+
+
 def ukl_exec_name(flavour: Flavour) -> str:
     """The path whose exec starts the linked application (Kconfig default /UKL)."""
     return merged_options(flavour).get("CONFIG_UNIKERNEL_LINUX_EXEC_NAME", "/UKL").strip('"')

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ukl.common.errors import UklError
-from ukl.toolchain import gcc_runtime, glibc, host_entry, layout, lint
+from ukl.toolchain import app_api, gcc_runtime, glibc, host_entry, layout, lint
 
 LINTED = [
     (layout.LIBDIR, ["crt1.o", "crti.o", "crtn.o", "libc.a", "libm.a", "libstdc++.a",
@@ -40,5 +40,6 @@ def build() -> Path:
     root = glibc.build()
     gcc_runtime.build()
     host_entry.build()
+    app_api.install()
     lint_libraries()
     return root

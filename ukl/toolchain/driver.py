@@ -31,6 +31,8 @@ SYMBOL_PREFIX = "__ukl_"
 # crosses between app and kernel.
 KERNEL_PROVIDED = {
     "ukl_entry_SYSCALL_64",
+    # <ukl.h> (toolchain/include/ukl.h): kernel functions the app calls.
+    "ukl_set_bypass",
     "__preinit_array_start", "__preinit_array_end",
     "__init_array_start", "__init_array_end",
     "__fini_array_start", "__fini_array_end",

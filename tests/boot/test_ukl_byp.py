@@ -1,0 +1,56 @@
+"""Boot tests: UKL_BYP, per-thread system call bypass (<ukl.h>), under QEMU TCG.
+
+Bypass must be invisible to the program except in cost: the whole base-model
+suite passes with it on, signals (with restart) and scheduling still happen
+in a thread that only makes bypassed calls, and the kernel without the option
+says so instead of pretending.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.boot.test_ukl_boot import BOOT_TIMEOUT, CHECKS, _assert_checks_pass, _build, _run
+from tests.conftest import PROGRAMS, ukl
+from ukl.bench import report
+
+pytestmark = pytest.mark.boot
+BYPASS_CHECKS = ["toggle", "inherit", "signal-in-loop", "restart", "sched"]
+
+
+def test_bypass_keeps_signals_restart_and_scheduling(byp_kernel) -> None:  # noqa: ANN001
+    image = _build("t-byp", str(PROGRAMS / "bypass.c"), "--kernel", "ukl-byp")
+    res = ukl("run", image, "--timeout", BOOT_TIMEOUT)
+    out = res.stdout + res.stderr
+    assert "bypass: cpl=0" in out, out
+    for check in BYPASS_CHECKS:
+        assert f"bypass: ok {check}\n" in out, f"check {check} did not pass:\n{out}"
+    assert "bypass: 0 failure(s)" in out and res.returncode == 0, out
+
+
+def test_whole_base_model_suite_with_bypass_on(byp_kernel) -> None:  # noqa: ANN001
+    image = _build("t-byp-suite", str(PROGRAMS / "ukl_suite.c"), "--kernel", "ukl-byp")
+    rc, out = _run(image, "--bypass", *CHECKS, smp=2)
+    assert "ukl_suite: cpl=0" in out and "ukl_suite: bypass on" in out, out
+    _assert_checks_pass(out, CHECKS)
+    assert rc == 0, out
+
+
+def test_kernel_without_byp_refuses_bypass(ukl_kernel) -> None:  # noqa: ANN001
+    image = _build("t-byp-off", str(PROGRAMS / "bypass.c"))
+    res = ukl("run", image, "--timeout", BOOT_TIMEOUT)
+    out = res.stdout + res.stderr
+    assert "bypass: cpl=0" in out and "bypass: unsupported (errno 95)" in out, out
+    assert res.returncode == 3, out
+
+
+def test_bypass_cuts_system_call_instructions(tmp_path: Path, ukl_kernel,  # noqa: ANN001
+                                              byp_kernel) -> None:  # noqa: ANN001
+    # Exact instruction counts (icount): bypass must take the short path.
+    res = ukl("bench", "--quick", "--name", "byp", "--configs", "ukl,ukl-byp", "floor",
+              env={"UKL_RESULTS_DIR": str(tmp_path)})
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = report.read_csv(tmp_path / "byp" / "results.csv")
+    getppid = {r.config: r.median for r in rows if r.op == "getppid"}
+    assert getppid["ukl-byp"] < 0.8 * getppid["ukl"], getppid

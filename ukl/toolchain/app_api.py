@@ -1,0 +1,16 @@
+"""Install <ukl.h>, the interface a UKL application has to its kernel, into
+the sysroot (toolchain/include/ukl.h; its functions are kernel functions)."""
+from __future__ import annotations
+
+import shutil
+
+from ukl.common import paths
+from ukl.toolchain import layout
+
+HEADER = paths.REPO_ROOT / "toolchain" / "include" / "ukl.h"
+
+
+def install() -> None:
+    dest = layout.include_dir() / "ukl.h"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(HEADER, dest)
