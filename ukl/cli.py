@@ -5,6 +5,7 @@
     ukl kernel build [FLAVOUR]        build vmlinux (incremental, ccache)
     ukl toolchain build               UKL glibc (+ support libraries) -> build/toolchain
     ukl build SOURCE... -o NAME       program + kernel -> build/images/NAME
+    ukl build --debian PACKAGE        a Debian source package, built unchanged -> image
     ukl bench [GROUP...]              microbenchmarks, every config -> results/NAME
     ukl image create NAME --program P  image from an existing static program
     ukl initramfs -o OUT [...]        just the initramfs
@@ -65,13 +66,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["build"])
 
     p = sub.add_parser("build", help="compile a program and make a bootable image")
-    p.add_argument("sources", nargs="+", type=Path,
+    p.add_argument("sources", nargs="*", type=Path,
                    help="C or C++ source files, or one directory with a Makefile "
                    "(built unchanged with CC=ukl-cc CXX=ukl-c++)")
-    p.add_argument("-o", "--output", required=True, metavar="NAME", help="image name")
+    p.add_argument("--debian", metavar="PACKAGE",
+                   help="instead of sources: fetch Debian source package PACKAGE "
+                   "(apt-get source) and build it with its own build system "
+                   "(recipe: apps/debian/PACKAGE.ini)")
+    p.add_argument("-o", "--output", metavar="NAME",
+                   help="image name (default: the --debian package)")
     p.add_argument("--binary", metavar="PATH",
-                   help="for a Makefile directory: the program it builds, relative "
-                   "to the directory (default: NAME)")
+                   help="for a Makefile directory or --debian: the program it builds, "
+                   "relative to the source tree (default: NAME, or the recipe's)")
     _add_kernel(p, default="ukl")
     _add_image_contents(p)
 
@@ -145,8 +151,20 @@ def _make_image(args: argparse.Namespace, name: str, program: Path | None) -> in
 def _cmd_build(args: argparse.Namespace) -> int:
     """Sources or a Makefile directory -> image (see ukl.image.appbuild)."""
     from ukl.image import appbuild
-    img = appbuild.build_image(args.output, args.kernel, list(args.sources),
-                               _spec(args, None), binary=args.binary)
+    if args.debian and args.sources:
+        raise UklError("give either source files or --debian PACKAGE, not both")
+    if not args.debian and not args.sources:
+        raise UklError("nothing to build: give source files, a Makefile directory "
+                       "or --debian PACKAGE")
+    args.output = args.output or args.debian
+    if not args.output:
+        raise UklError("name the image with -o NAME")
+    if args.debian:
+        img = appbuild.build_debian_image(args.output, args.kernel, args.debian,
+                                          _spec(args, None), binary=args.binary)
+    else:
+        img = appbuild.build_image(args.output, args.kernel, list(args.sources),
+                                   _spec(args, None), binary=args.binary)
     kind = "UKL image" if img.meta.mode == "ukl" else "image"
     print(f"ukl: {kind} {args.output} ready in {img.path}; boot it with "
           f"`ukl run {args.output}`", file=sys.stderr)

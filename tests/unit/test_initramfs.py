@@ -44,6 +44,20 @@ def test_image_conf_is_valid_shell_that_starts_helpers() -> None:
     assert res.stdout.splitlines() == ["a b c", "prog=[]"]
 
 
+def test_default_args_apply_only_without_run_args() -> None:
+    # init.sh's own lines: `ukl run` arguments win over the image's defaults.
+    conf = image_conf(InitramfsSpec(default_args=["--save", "", "a b"]))
+    init = (Path(__file__).parents[2] / "ukl" / "image" / "init.sh").read_text()
+    start = init.index('if [ $# -eq 0 ] && [ -n "$UKL_DEFAULT_ARGS" ]')
+    pick = init[start:init.index("fi\n", start) + 3]
+    script = conf + pick + 'printf "<%s>" "$@"\n'
+    for args, want in (([], "<--save><><a b>"), (["x"], "<x>")):
+        res = subprocess.run(["/bin/busybox", "sh", "-c", script, "sh", *args],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == want
+
+
 def test_dynamic_program_rejected(tmp_path: Path) -> None:
     dyn = tmp_path / "dyn"
     src = tmp_path / "d.c"

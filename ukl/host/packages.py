@@ -54,7 +54,11 @@ RUNTIME = [
     Package("busybox-static", "the guest userland: init shell, mount, ip, dd"),
     Package("gdb", "`ukl run --gdb` attaches gdb to the guest kernel and application"),
 ]
-ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME
+APPS = [
+    Package("dpkg-dev", "`ukl build --debian` unpacks Debian source packages (dpkg-source)"),
+    Package("pkg-config", "configure scripts of Debian applications look up their libraries"),
+]
+ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME + APPS
 
 
 def installed(names: list[str]) -> set[str]:

@@ -37,3 +37,30 @@ def build_image(name: str, flavour_name: str, sources: list[Path], spec: Initram
     vmlinux = kbuild.build(flavour.name, ukl_app=app)
     spec.ukl_exec = config.ukl_exec_name(flavour)
     return image.create(name, vmlinux, flavour.name, spec, mode="ukl")
+
+
+def build_debian_image(name: str, flavour_name: str, package: str, spec: InitramfsSpec,
+                       binary: str | None = None) -> image.Image:
+    """Build Debian source package `package` (ukl.apps) into image `name`:
+    its program linked into the kernel on a UKL flavour, an ordinary process
+    otherwise; the recipe's tools, built as ordinary static programs, go to
+    /usr/bin beside it, and its default arguments into the image."""
+    from ukl.apps import debbuild, recipe
+    flavour = config.get_flavour(flavour_name)
+    ukl = config.is_ukl(flavour)
+    rec = recipe.load(package)
+    if rec.library:
+        raise UklError(f"{package} is a library (apps/debian/{package}.ini); build the "
+                       "application that uses it")
+    built = debbuild.build(package, ukl=ukl, binary=binary)
+    tools = debbuild.build(package, ukl=False).tools if ukl and rec.tools else built.tools
+    spec.files += [(t, f"/usr/bin/{t.name}") for t in tools]
+    spec.default_args = rec.args
+    assert built.program is not None
+    if not ukl:
+        spec.program = built.program
+        return image.create(name, kbuild.build(flavour.name), flavour.name, spec)
+    app = ukl_app.kernel_object(built.program, ukl_app.app_dir(name) / f"{name}.ukl.o")
+    vmlinux = kbuild.build(flavour.name, ukl_app=app)
+    spec.ukl_exec = config.ukl_exec_name(flavour)
+    return image.create(name, vmlinux, flavour.name, spec, mode="ukl")

@@ -19,8 +19,11 @@ if [ -e /sys/class/net/eth0 ]; then
 	ip route add default via 10.0.2.2
 fi
 
-# Defines UKL_PROGRAM and ukl_start_helpers.
+# Defines UKL_PROGRAM, UKL_DEFAULT_ARGS (shell-quoted) and ukl_start_helpers.
 . /etc/ukl/image.conf
+if [ $# -eq 0 ] && [ -n "$UKL_DEFAULT_ARGS" ]; then
+	eval "set -- $UKL_DEFAULT_ARGS"
+fi
 
 ukl_report() {
 	# The full status goes in this line, which the host reads from the

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from ukl.common import paths
+from ukl.common.buildenv import build_env
 from ukl.common.errors import UklError
 from ukl.common.proc import run_logged, run_quiet
 from ukl.toolchain import driver, layout
@@ -30,7 +31,11 @@ def app_dir(name: str) -> Path:
 def kernel_object(linked: Path, out: Path) -> Path:
     """The kernel-link object of a program linked with ukl-cc/ukl-c++."""
     raw = out.with_suffix(".raw.o")
-    driver.extract_ukl_object(linked, raw)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        driver.extract_ukl_object(linked, raw)
+    except driver.DriverError as e:
+        raise UklError(str(e)) from e
     run_quiet(["objcopy", f"--prefix-alloc-sections={SECTION_PREFIX}", raw, out],
               what=f"preparing {out.name} for the kernel link")
     raw.unlink()
@@ -82,7 +87,8 @@ def build_project(project: Path, name: str, binary: str | None, ukl: bool) -> Pa
     shutil.copytree(project, work, dirs_exist_ok=True)
     run_logged(["make", "-C", str(work), f"-j{len(os.sched_getaffinity(0))}",
                 f"CC={cc}", f"CXX={cxx}"],
-               label=f"make {name}", log_path=paths.logs_dir() / f"app-{name}.log")
+               label=f"make {name}", log_path=paths.logs_dir() / f"app-{name}.log",
+               env=build_env())
     program = work / (binary or name)
     if not program.is_file():
         raise UklError(f"the project built no {binary or name}; name the program it "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,10 @@ KERNEL_PROVIDED = {
 KERNEL_PROVIDED_PATTERN = re.compile(r"^__(start|stop)_[A-Za-z0-9_]+$")
 
 _COMPILE_ONLY = {"-c", "-S", "-E", "-M", "-MM"}
+# Position-independent code cannot use the kernel code model, and a UKL app
+# is one static object: projects that ask for PIC (for a static library they
+# could also make shared, like hiredis) get ordinary kernel-model code.
+_POSITION_INDEPENDENT = {"-fPIC", "-fpic", "-fPIE", "-fpie", "-pie"}
 _QUERY_PREFIXES = ("-print-", "-dump", "--version", "-v", "--help", "-###")
 
 
@@ -199,7 +204,12 @@ def is_link(args: list[str]) -> bool:
 
 def main(cxx: bool, argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    args = [a for a in args if a not in _POSITION_INDEPENDENT]
     name = "ukl-c++" if cxx else "ukl-cc"
+    if "-shared" in args:
+        print(f"{name}: error: shared libraries cannot be linked into a UKL kernel; "
+              "build the static library instead", file=sys.stderr)
+        return 1
     if not (layout.libdir() / "libc.a").is_file():
         print(f"{name}: the UKL toolchain is not built; run `make toolchain` "
               "(or `bin/ukl toolchain build`)", file=sys.stderr)
@@ -209,7 +219,11 @@ def main(cxx: bool, argv: list[str] | None = None) -> int:
             link(cxx, args)
             return 0
         gcc = "g++" if cxx else "gcc"
-        os.execvp(gcc, [gcc, *compile_flags(cxx), *args])
+        cmd = [gcc, *compile_flags(cxx), *args]
+        # Large projects (Redis, nginx) rebuild in seconds from the cache.
+        if shutil.which("ccache") and os.environ.get("UKL_CCACHE", "1") != "0":
+            cmd.insert(0, "ccache")
+        os.execvp(cmd[0], cmd)
     except DriverError as e:
         print(f"{name}: error: {e}", file=sys.stderr)
         return 1

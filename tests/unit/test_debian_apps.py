@@ -1,0 +1,60 @@
+"""ukl build --debian: deb-src entries and recipes (no network, no build)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ukl.apps import debsrc, recipe
+from ukl.common.errors import UklError
+
+DEB822 = """Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+"""
+
+
+def test_deb_src_entries_mirror_the_machines_debian_suites() -> None:
+    assert debsrc.source_entries([DEB822]) == [
+        "deb-src http://deb.debian.org/debian bookworm main",
+        "deb-src http://deb.debian.org/debian bookworm-updates main",
+        "deb-src http://deb.debian.org/debian-security bookworm-security main",
+    ]
+
+
+def test_deb_src_entries_from_one_line_format_skip_other_archives() -> None:
+    text = ("deb [arch=amd64] http://deb.debian.org/debian bookworm main contrib\n"
+            "deb https://packages.cloud.google.com/apt cloud-sdk main\n")
+    assert debsrc.source_entries([text]) == [
+        "deb-src http://deb.debian.org/debian bookworm main contrib"]
+
+
+def test_bad_package_name_is_refused_before_any_download() -> None:
+    with pytest.raises(UklError, match="not a Debian package name"):
+        debsrc.fetch("../etc")
+
+
+def test_redis_recipe() -> None:
+    rec = recipe.load("redis")
+    assert rec.program == "src/redis-server"
+    assert "MALLOC=libc" in rec.make_args
+    assert rec.tools == ["src/redis-benchmark", "src/redis-cli"]
+    assert rec.args[:2] == ["--protected-mode", "no"] and '""' not in rec.args
+
+
+def test_package_without_recipe_gets_defaults(tmp_path: Path) -> None:
+    rec = recipe.load("hello", recipes_dir=tmp_path)
+    assert rec.system == "auto" and rec.program is None and rec.source is None
+
+
+def test_recipe_typo_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "x.ini").write_text("[build]\nmake_arg = V=1\n")
+    with pytest.raises(UklError, match="unknown \\[build\\] keys: make_arg"):
+        recipe.load("x", recipes_dir=tmp_path)

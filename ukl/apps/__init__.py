@@ -1,0 +1,1 @@
+"""Real applications from Debian source packages, built with ukl-cc."""

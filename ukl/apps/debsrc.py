@@ -1,0 +1,109 @@
+"""Fetch and unpack a Debian source package with apt-get source.
+
+The deb-src entries mirror the machine's own Debian `deb` entries (same
+archives, same suites), in a private apt configuration under build/apt, so
+the host's apt setup is never changed. Unpacking (dpkg-source -x, done by
+apt-get source) applies the package's Debian patches.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+from ukl.common import paths
+from ukl.common.errors import UklError
+from ukl.common.proc import run_logged
+
+SYSTEM_SOURCES = [Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list")]
+# Refresh the deb-src lists once a day at most.
+LISTS_MAX_AGE = 24 * 3600
+_PACKAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
+
+
+def _apt_dir() -> Path:
+    return paths.build_root() / "apt"
+
+
+def source_entries(texts: list[str]) -> list[str]:
+    """deb-src one-line entries for the Debian archives and suites that the
+    given apt sources (deb822 or one-line format) use for binary packages."""
+    entries: list[str] = []
+    for text in texts:
+        for stanza in re.split(r"\n\s*\n", text):
+            fields = dict(re.findall(r"^([A-Za-z-]+):\s*(.*)$", stanza, re.M))
+            if "deb" in fields.get("Types", "").split() and "URIs" in fields:
+                comps = fields.get("Components", "main")
+                for uri in fields["URIs"].split():
+                    for suite in fields.get("Suites", "").split():
+                        entries.append(f"deb-src {uri} {suite} {comps}")
+        for line in text.splitlines():
+            m = re.match(r"^deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+(\S+)\s+(.+)$", line.strip())
+            if m:
+                entries.append(f"deb-src {m.group(1)} {m.group(2)} {m.group(3)}")
+    return [e for e in dict.fromkeys(entries) if "debian" in e]
+
+
+def _apt_options() -> list[str]:
+    d = _apt_dir()
+    return ["-o", f"Dir::Etc::SourceList={d / 'sources.list'}", "-o", "Dir::Etc::SourceParts=-",
+            "-o", f"Dir::State::Lists={d / 'lists'}"]
+
+
+def _update_lists() -> None:
+    d = _apt_dir()
+    texts = [p.read_text() for p in SYSTEM_SOURCES if p.is_file()]
+    entries = source_entries(texts)
+    if not entries:
+        raise UklError("no Debian archive found in " + ", ".join(map(str, SYSTEM_SOURCES)) +
+                       "; ukl build --debian needs the machine's Debian apt sources")
+    (d / "lists" / "partial").mkdir(parents=True, exist_ok=True)
+    wanted = "\n".join(entries) + "\n"
+    src_list = d / "sources.list"
+    stamp = d / "lists" / ".ukl-updated"
+    fresh = (stamp.is_file() and time.time() - stamp.stat().st_mtime < LISTS_MAX_AGE
+             and src_list.is_file() and src_list.read_text() == wanted)
+    if fresh:
+        return
+    src_list.write_text(wanted)
+    run_logged(["apt-get", *_apt_options(), "update"], label="apt-get update (deb-src)",
+               log_path=paths.logs_dir() / "apt-src-update.log")
+    stamp.touch()
+
+
+def fetch(package: str) -> Path:
+    """The unpacked source tree of Debian source package `package`
+    (build/debian/PACKAGE/src), fetched once."""
+    if not _PACKAGE_NAME.match(package):
+        raise UklError(f"'{package}' is not a Debian package name")
+    if not shutil.which("dpkg-source"):
+        raise UklError("dpkg-source is missing; run `make setup` or, as root, "
+                       "`apt-get install dpkg-dev`")
+    top = paths.build_root() / "debian" / package
+    tree = top / "src"
+    if (tree / "debian" / "changelog").is_file():
+        return tree
+    _update_lists()
+    download = top / "download"
+    if download.exists():
+        shutil.rmtree(download)
+    download.mkdir(parents=True)
+    log = paths.logs_dir() / f"apt-source-{package}.log"
+    try:
+        run_logged(["apt-get", *_apt_options(), "source", package],
+                   label=f"apt-get source {package}", cwd=download, log_path=log)
+    except UklError as e:
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        if "Unable to find a source package" in text:
+            raise UklError(f"Debian has no source package '{package}' in the suites of "
+                           f"this machine (see {log})") from e
+        raise
+    unpacked = [d for d in download.iterdir() if d.is_dir()]
+    if len(unpacked) != 1:
+        raise UklError(f"apt-get source {package} unpacked {len(unpacked)} trees; "
+                       f"see {log}")
+    if tree.exists():
+        shutil.rmtree(tree)
+    unpacked[0].rename(tree)
+    return tree

@@ -1,0 +1,77 @@
+"""How to build a Debian source package as a UKL application: the recipe.
+
+apps/debian/PACKAGE.ini, when it exists, says what the package needs beyond
+the defaults (build flags, which program, tools, default arguments); a
+package without one is built with its own build system and defaults, so an
+unknown package can still be tried. Format:
+
+    [build]
+    system = auto | make | configure      (auto: ./configure if present)
+    configure_args = ...                   (shell words)
+    make_args = ...
+    program = path/in/tree                 (default: an executable named PACKAGE)
+    tools = path ...                       (ordinary programs for /usr/bin)
+    depends = package ...                  (libraries: built first, same compiler)
+    library = yes                          (a dependency: install, no program)
+    [run]
+    args = ...                             (default program arguments)
+"""
+from __future__ import annotations
+
+import configparser
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ukl.common import paths
+from ukl.common.errors import UklError
+
+RECIPES_DIR = paths.REPO_ROOT / "apps" / "debian"
+SYSTEMS = ("auto", "make", "configure")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    package: str
+    system: str = "auto"
+    configure_args: list[str] = field(default_factory=list)
+    make_args: list[str] = field(default_factory=list)
+    program: str | None = None
+    tools: list[str] = field(default_factory=list)
+    depends: list[str] = field(default_factory=list)
+    library: bool = False
+    args: list[str] = field(default_factory=list)
+    # The file it came from, or None for the defaults.
+    source: Path | None = None
+
+
+def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
+    path = recipes_dir / f"{package}.ini"
+    if not path.is_file():
+        return Recipe(package)
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path)
+    except configparser.Error as e:
+        raise UklError(f"{path}: {e}") from e
+    build = parser["build"] if parser.has_section("build") else {}
+    run = parser["run"] if parser.has_section("run") else {}
+    unknown = set(build) - {"system", "configure_args", "make_args", "program", "tools",
+                            "depends", "library"}
+    if unknown:
+        raise UklError(f"{path}: unknown [build] keys: {', '.join(sorted(unknown))}")
+    system = build.get("system", "auto")
+    if system not in SYSTEMS:
+        raise UklError(f"{path}: system = {system}; expected one of {', '.join(SYSTEMS)}")
+    return Recipe(
+        package=package,
+        system=system,
+        configure_args=shlex.split(build.get("configure_args", "")),
+        make_args=shlex.split(build.get("make_args", "")),
+        program=build.get("program") or None,
+        tools=shlex.split(build.get("tools", "")),
+        depends=shlex.split(build.get("depends", "")),
+        library=build.get("library", "no").lower() in ("yes", "true", "1"),
+        args=shlex.split(run.get("args", "")),
+        source=path,
+    )
