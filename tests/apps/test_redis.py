@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
-import time
 
 import pytest
 
+from tests.apps import guest
 from tests.conftest import REPO, ukl
 
 pytestmark = pytest.mark.boot
@@ -44,19 +43,9 @@ def _reply(conn: socket.socket) -> bytes:
     return data
 
 
-def _connect(port: int, deadline: float) -> socket.socket:
-    while True:
-        try:
-            conn = socket.create_connection(("127.0.0.1", port), timeout=30)
-            conn.sendall(_resp("PING"))
-            if _reply(conn) == b"+PONG\r\n":
-                return conn
-            conn.close()
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError("redis never answered PING through the forward")
-        time.sleep(1)
+def _pong(conn: socket.socket) -> bool:
+    conn.sendall(_resp("PING"))
+    return _reply(conn) == b"+PONG\r\n"
 
 
 def test_redis_image_links_redis_into_the_kernel(redis_image: str) -> None:
@@ -69,13 +58,8 @@ def test_redis_image_links_redis_into_the_kernel(redis_image: str) -> None:
 
 
 def test_set_get_from_the_host(redis_image: str) -> None:
-    runner = subprocess.Popen(
-        [sys.executable, str(REPO / "bin" / "ukl"), "run", redis_image, "--mem", "1G",
-         "-p", f"{HOST_PORT}:6379", "--timeout", "300"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, cwd=REPO)
-    try:
-        conn = _connect(HOST_PORT, time.monotonic() + 180)
+    with guest.booted(redis_image, HOST_PORT, 6379) as runner:
+        conn = guest.connect(HOST_PORT, _pong)
         conn.sendall(_resp("SET", "greeting", "hello from the host"))
         assert _reply(conn) == b"+OK\r\n"
         conn.sendall(_resp("GET", "greeting"))
@@ -88,10 +72,6 @@ def test_set_get_from_the_host(redis_image: str) -> None:
         conn.sendall(_resp("SHUTDOWN", "NOSAVE"))
         conn.close()
         out, _ = runner.communicate(timeout=120)
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.communicate()
     assert "Redis is starting" in out, out
     assert runner.returncode == 0, out
 

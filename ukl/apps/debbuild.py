@@ -9,6 +9,7 @@ and the compiler find through CPPFLAGS, LDFLAGS and PKG_CONFIG_PATH.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -63,7 +64,8 @@ def _environment(cc: str, cxx: str, deps: list[Built]) -> dict[str, str]:
 
 
 def _state(rec: recipe.Recipe, cc: str, deps: list[Built]) -> str:
-    text = repr((rec, cc, [(d.package, d.prefix) for d in deps]))
+    # Run-time arguments do not change what is built.
+    text = repr((dataclasses.replace(rec, args=[]), cc, [(d.package, d.prefix) for d in deps]))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -81,13 +83,21 @@ def _run_build(rec: recipe.Recipe, tree: Path, prefix: Path, ukl: bool,
         else:
             raise UklError(f"{rec.package}: no configure script or Makefile at the top of "
                            f"{tree}; add a recipe apps/debian/{rec.package}.ini")
+    log.unlink(missing_ok=True)
     make = ["make", f"-j{len(os.sched_getaffinity(0))}"]
     if system == "configure":
+        # Debian regenerates the autotools files (dh_autoreconf): its patches
+        # touch configure.ac and Makefile.am, which make would otherwise try
+        # to regenerate with whatever automake is installed.
+        if (tree / "configure.ac").is_file() or (tree / "configure.in").is_file():
+            run_logged(["autoreconf", "-fi"], label=f"autoreconf {what}", cwd=tree, env=env,
+                       log_path=log, append=True)
         cmd = ["./configure", *rec.configure_args]
         if _is_autoconf(tree / "configure"):
             cmd += [f"CC={cc}", f"CXX={cxx}", f"--prefix={prefix}",
                     "--disable-shared", "--enable-static"]
-        run_logged(cmd, label=f"configure {what}", cwd=tree, env=env, log_path=log)
+        run_logged(cmd, label=f"configure {what}", cwd=tree, env=env, log_path=log,
+                   append=True)
     else:
         # Plain Makefiles often set CC themselves: override on the command line.
         make += [f"CC={cc}", f"CXX={cxx}"]

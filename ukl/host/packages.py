@@ -57,6 +57,9 @@ RUNTIME = [
 APPS = [
     Package("dpkg-dev", "`ukl build --debian` unpacks Debian source packages (dpkg-source)"),
     Package("pkg-config", "configure scripts of Debian applications look up their libraries"),
+    Package("autoconf", "autotools packages are autoreconf'ed before building, as Debian does"),
+    Package("automake", "autotools packages are autoreconf'ed before building, as Debian does"),
+    Package("libtool", "autotools packages are autoreconf'ed before building, as Debian does"),
 ]
 ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME + APPS
 

@@ -90,6 +90,10 @@ def write(spec: InitramfsSpec, out: Path) -> Path:
         cpio.add_symlink("bin/sh", "busybox")
         cpio.add_file("init", INIT_SCRIPT.read_bytes(), 0o755)
         cpio.add_file("etc/ukl/image.conf", image_conf(spec).encode())
+        # Servers look users up (memcached -u, nginx's worker user).
+        cpio.add_file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n"
+                      b"nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")
+        cpio.add_file("etc/group", b"root:x:0:\nnogroup:x:65534:\n")
         if spec.program is not None:
             cpio.add_file(spec.program_guest_path(), spec.program.read_bytes(), 0o755)
         if spec.ukl_exec:
