@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -86,19 +87,28 @@ def fetch(package: str) -> Path:
         return tree
     _update_lists()
     download = top / "download"
-    if download.exists():
-        shutil.rmtree(download)
-    download.mkdir(parents=True)
     log = paths.logs_dir() / f"apt-source-{package}.log"
-    try:
-        run_logged(["apt-get", *_apt_options(), "source", package],
-                   label=f"apt-get source {package}", cwd=download, log_path=log)
-    except UklError as e:
-        text = log.read_text(errors="replace") if log.is_file() else ""
-        if "Unable to find a source package" in text:
-            raise UklError(f"Debian has no source package '{package}' in the suites of "
-                           f"this machine (see {log})") from e
-        raise
+    # The newest version first; if the archive cannot serve its files (a
+    # mirror without that security update, say), each suite's own version.
+    suites = [e.split()[2] for e in (_apt_dir() / "sources.list").read_text().splitlines()]
+    attempts = [package] + [f"{package}/{suite}" for suite in dict.fromkeys(suites)]
+    for attempt in attempts:
+        if download.exists():
+            shutil.rmtree(download)
+        download.mkdir(parents=True)
+        try:
+            run_logged(["apt-get", *_apt_options(), "source", attempt],
+                       label=f"apt-get source {attempt}", cwd=download, log_path=log)
+            break
+        except UklError as e:
+            text = log.read_text(errors="replace") if log.is_file() else ""
+            if "Unable to find a source package" in text and attempt == package:
+                raise UklError(f"Debian has no source package '{package}' in the suites "
+                               f"of this machine (see {log})") from e
+            if attempt == attempts[-1]:
+                raise
+            print(f"ukl: apt-get source {attempt} failed (see {log}); trying the next suite",
+                  file=sys.stderr)
     unpacked = [d for d in download.iterdir() if d.is_dir()]
     if len(unpacked) != 1:
         raise UklError(f"apt-get source {package} unpacked {len(unpacked)} trees; "

@@ -7,14 +7,16 @@ unknown package can still be tried. Format:
 
     [build]
     system = auto | make | configure      (auto: ./configure if present)
-    configure_args = ...                   (shell words)
-    make_args = ...
+    configure_args = ...                   (shell words; {cflags} and {ldflags}
+    make_args = ...                         expand to the dependencies' -I / -L)
     program = path/in/tree                 (default: an executable named PACKAGE)
     tools = path ...                       (ordinary programs for /usr/bin)
     depends = package ...                  (libraries: built first, same compiler)
     library = yes                          (a dependency: install, no program)
     [run]
     args = ...                             (default program arguments)
+    [image]
+    files = relpath:/guest/path ...        (files from apps/debian/ into the image)
 """
 from __future__ import annotations
 
@@ -41,6 +43,8 @@ class Recipe:
     depends: list[str] = field(default_factory=list)
     library: bool = False
     args: list[str] = field(default_factory=list)
+    # (host path, guest path) of extra image files.
+    files: list[tuple[Path, str]] = field(default_factory=list)
     # The file it came from, or None for the defaults.
     source: Path | None = None
 
@@ -63,6 +67,15 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
     system = build.get("system", "auto")
     if system not in SYSTEMS:
         raise UklError(f"{path}: system = {system}; expected one of {', '.join(SYSTEMS)}")
+    image = parser["image"] if parser.has_section("image") else {}
+    files = []
+    for item in shlex.split(image.get("files", "")):
+        host, sep, guest = item.partition(":")
+        if not sep or not guest.startswith("/"):
+            raise UklError(f"{path}: files entry '{item}': expected relpath:/guest/path")
+        if not (recipes_dir / host).is_file():
+            raise UklError(f"{path}: files entry '{item}': {recipes_dir / host} does not exist")
+        files.append((recipes_dir / host, guest))
     return Recipe(
         package=package,
         system=system,
@@ -73,5 +86,6 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
         depends=shlex.split(build.get("depends", "")),
         library=build.get("library", "no").lower() in ("yes", "true", "1"),
         args=shlex.split(run.get("args", "")),
+        files=files,
         source=path,
     )

@@ -54,7 +54,7 @@ def build_debian_image(name: str, flavour_name: str, package: str, spec: Initram
                        "application that uses it")
     built = debbuild.build(package, ukl=ukl, binary=binary)
     tools = debbuild.build(package, ukl=False).tools if ukl and rec.tools else built.tools
-    spec.files += [(t, f"/usr/bin/{t.name}") for t in tools]
+    spec.files += [(t, f"/usr/bin/{t.name}") for t in tools] + rec.files
     spec.default_args = rec.args
     assert built.program is not None
     if not ukl:
