@@ -60,6 +60,7 @@ APPS = [
     Package("autoconf", "autotools packages are autoreconf'ed before building, as Debian does"),
     Package("automake", "autotools packages are autoreconf'ed before building, as Debian does"),
     Package("libtool", "autotools packages are autoreconf'ed before building, as Debian does"),
+    Package("autopoint", "autoreconf of packages that use gettext (GNU hello, ...)"),
 ]
 ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME + APPS
 
