@@ -7,6 +7,7 @@
     ukl build SOURCE... -o NAME       program + kernel -> build/images/NAME
     ukl build --debian PACKAGE        a Debian source package, built unchanged -> image
     ukl bench [GROUP...]              microbenchmarks, every config -> results/NAME
+    ukl bench-apps [APP...]           Redis/memcached throughput, every config
     ukl image create NAME --program P  image from an existing static program
     ukl initramfs -o OUT [...]        just the initramfs
     ukl lint FILE...                  check objects for code unfit for CPL0/kernel link
@@ -80,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "relative to the source tree (default: NAME, or the recipe's)")
     _add_kernel(p, default="ukl")
     _add_image_contents(p)
+
+    p = sub.add_parser("bench-apps", help="application throughput (Redis, memcached), "
+                       "every config, one run, under icount -> results/NAME/apps.*")
+    p.add_argument("apps", nargs="*", metavar="APP", help="redis, memcached (default: all)")
+    p.add_argument("--name", default="apps", help="results/NAME (default: apps)")
+    p.add_argument("--configs", default="stock,ukl,ukl-byp", metavar="A,B",
+                   help="kernel flavours, first is the baseline (default: stock,ukl,ukl-byp)")
+    p.add_argument("--requests", type=int, default=20000,
+                   help="requests per operation (default 20000)")
 
     p = sub.add_parser("bench", help="LEBench-style microbenchmarks: every config, one run, "
                        "instruction counts under icount -> results/NAME/")
@@ -239,6 +249,12 @@ def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
         return 0
     if args.command == "build":
         return _cmd_build(args)
+    if args.command == "bench-apps":
+        from ukl.bench import apps
+        out = apps.bench_apps(args.name, list(args.apps),
+                              [c for c in args.configs.split(",") if c], args.requests)
+        print(f"ukl: results in {out} (apps.md, apps.csv, apps-meta.json)", file=sys.stderr)
+        return 0
     if args.command == "bench":
         from ukl.bench import runner
         if args.replot:
