@@ -5,10 +5,12 @@ in is checked here, once: a library that fails stops the build.
 """
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 
 from ukl.common.errors import UklError
-from ukl.toolchain import app_api, gcc_runtime, glibc, host_entry, layout, lint
+from ukl.toolchain import app_api, cache, gcc_runtime, glibc, host_entry, layout, lint
 
 LINTED = [
     (layout.LIBDIR, ["crt1.o", "crti.o", "crtn.o", "libc.a", "libm.a", "libstdc++.a",
@@ -37,9 +39,22 @@ def lint_libraries() -> None:
 
 
 def build() -> Path:
+    """The UKL sysroot: as built last time, from the toolchain cache, or
+    built now (and cached). Reports how long it took."""
+    started = time.monotonic()
+    key = cache.key() if cache.enabled() else ""
+    if key and cache.current(key):
+        return layout.sysroot()
+    if key and cache.restore(key):
+        print(f"ukl: UKL toolchain restored from {cache.cache_root() / key} in "
+              f"{time.monotonic() - started:.0f} s", file=sys.stderr)
+        return layout.sysroot()
     root = glibc.build()
     gcc_runtime.build()
     host_entry.build()
     app_api.install()
     lint_libraries()
+    if key:
+        cache.store(key)
+    print(f"ukl: UKL toolchain built in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return root
