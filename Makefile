@@ -40,12 +40,13 @@ setup:
 sources:
 	$(UKL) series prepare all
 
-# The flavours from the same patched tree: stock (every UKL option off),
-# the UKL base model and UKL_BYP (kernel/flavours.ini).
+# The flavours the tests use, from the same patched tree: stock (every UKL
+# option off), the UKL base model, UKL_BYP and UKL_RET (kernel/flavours.ini).
 kernel:
 	$(UKL) kernel build stock
 	$(UKL) kernel build ukl
 	$(UKL) kernel build ukl-byp
+	$(UKL) kernel build ukl-ret
 
 # UKL glibc, gcc runtime libraries and ukl-cc/ukl-c++ support files.
 toolchain:

@@ -44,6 +44,13 @@ def byp_kernel() -> Path:
     return build.build("ukl-byp")
 
 
+@pytest.fixture(scope="session")
+def ret_kernel() -> Path:
+    """The UKL_RET flavour (base model + popf/ret return from faults)."""
+    from ukl.kernel import build
+    return build.build("ukl-ret")
+
+
 def gdb_break_session(image: str, breakpoint: str, *program_args: str
                       ) -> tuple[subprocess.CompletedProcess[str], int, str]:
     """Boot `image` with --gdb, attach gdb with the image's vmlinux, stop at
