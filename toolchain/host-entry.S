@@ -122,4 +122,23 @@ ukl_set_bypass:
 	.cfi_endproc
 	.size	ukl_set_bypass, .-ukl_set_bypass
 
+	/*
+	 * The kernel's vDSO stand-ins: never called on the host, where libc
+	 * finds the real vDSO (-EOPNOTSUPP would send clock_gettime to the
+	 * system call).
+	 */
+	.globl	ukl_vdso_clock_gettime, ukl_vdso_gettimeofday, ukl_vdso_time
+	.type	ukl_vdso_clock_gettime, @function
+	.type	ukl_vdso_gettimeofday, @function
+	.type	ukl_vdso_time, @function
+	.p2align 4
+ukl_vdso_clock_gettime:
+ukl_vdso_gettimeofday:
+ukl_vdso_time:
+	.cfi_startproc
+	movq	$-EOPNOTSUPP, %rax
+	ret
+	.cfi_endproc
+	.size	ukl_vdso_clock_gettime, .-ukl_vdso_clock_gettime
+
 	.section .note.GNU-stack, "", @progbits

@@ -14,7 +14,7 @@ from tests.conftest import PROGRAMS, gdb_break_session, ukl
 
 pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "300"
-CHECKS = ["files", "pipe", "ids", "time", "mmap", "malloc", "stack", "threads",
+CHECKS = ["files", "pipe", "ids", "time", "clocks", "mmap", "malloc", "stack", "threads",
           "signals", "fork", "efault", "smap", "spawn"]
 
 

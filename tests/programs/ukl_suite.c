@@ -147,6 +147,49 @@ static const char *check_time(void)
 	return NULL;
 }
 
+static long long ns(const struct timespec *t)
+{
+	return t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+/*
+ * Every clock read through the C library (the vDSO on stock, the kernel's
+ * stand-in functions on UKL, the system call for CPU-time clocks) agrees
+ * with the system call: libc <= syscall <= libc, each clock on its own.
+ */
+static const char *check_clocks(void)
+{
+	static const clockid_t clocks[] = {
+		CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_MONOTONIC_RAW,
+		CLOCK_REALTIME_COARSE, CLOCK_MONOTONIC_COARSE,
+		CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID,
+	};
+	struct timespec a, b, c;
+	struct timeval tv;
+	time_t t;
+
+	for (unsigned int i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++) {
+		if (clock_gettime(clocks[i], &a) ||
+		    syscall(SYS_clock_gettime, clocks[i], &b) ||
+		    clock_gettime(clocks[i], &c))
+			return "clock_gettime failed";
+		if (ns(&a) > ns(&b) || ns(&b) > ns(&c)) {
+			printf("ukl_suite: clock %d: %lld %lld %lld\n", (int)clocks[i],
+			       ns(&a), ns(&b), ns(&c));
+			return "libc and system call clocks disagree";
+		}
+	}
+	if (clock_gettime(12345, &a) == 0 || errno != EINVAL)
+		return "bad clock id not EINVAL";
+	t = time(NULL);
+	if (gettimeofday(&tv, NULL) || tv.tv_sec < t || tv.tv_sec > t + 1)
+		return "gettimeofday and time disagree";
+	clock_gettime(CLOCK_REALTIME, &a);
+	if (a.tv_sec < tv.tv_sec || a.tv_sec > tv.tv_sec + 1)
+		return "gettimeofday and CLOCK_REALTIME disagree";
+	return NULL;
+}
+
 static const char *check_mmap(void)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -371,6 +414,7 @@ struct check {
 static const struct check checks[] = {
 	{ "files", check_files },	{ "pipe", check_pipe },
 	{ "ids", check_ids },		{ "time", check_time },
+	{ "clocks", check_clocks },
 	{ "mmap", check_mmap },		{ "malloc", check_malloc },
 	{ "stack", check_stack },	{ "threads", check_threads },
 	{ "signals", check_signals },	{ "fork", check_fork },

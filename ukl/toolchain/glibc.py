@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ukl.common import paths
 from ukl.common.buildenv import build_env
-from ukl.common.proc import StepCounter, run_logged
+from ukl.common.proc import StepCounter, run_logged, run_quiet
 from ukl.sources import debian, series
 from ukl.toolchain.layout import KERNEL_CFLAGS, LIBDIR, sysroot
 
@@ -108,17 +108,40 @@ def _install(tree: Path, out: Path, root: Path) -> None:
         shutil.copytree(_kernel_headers() / name, dest, symlinks=False)
 
 
+def _forget_objects_if_tree_changed(tree: Path, out: Path) -> bool:
+    """glibc's dependency files miss a header that a patch adds earlier in
+    the sysdeps search path (it shadows a file that did not change), so
+    after any change of the source tree every object is recompiled - from
+    ccache for all the files the change does not touch. Returns whether
+    the tree changed."""
+    head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse").strip()
+    stamp = out / ".ukl-tree-head"
+    if stamp.is_file() and stamp.read_text() == head:
+        return False
+    for pattern in ("*.o", "*.a", "*.o.d"):
+        for f in out.rglob(pattern):
+            f.unlink()
+    stamp.write_text(head)
+    return True
+
+
 def build() -> Path:
     """Build and install the UKL glibc; returns the sysroot."""
     tree = series.prepare(debian.get("glibc"))
     out = build_dir()
     _configure(tree, out)
+    env = _env()
+    if _forget_objects_if_tree_changed(tree, out):
+        # ccache's direct mode has the same blind spot (it checks the headers
+        # a file used, not new ones that now shadow them): hash the
+        # preprocessed source instead for this rebuild.
+        env["CCACHE_NODIRECT"] = "1"
     counter = StepCounter.remembered(_COMPILE, out, _DEFAULT_STEPS)
     jobs = f"-j{os.cpu_count() or 1}"
-    run_logged(["make", jobs, "lib"], label="glibc libc.a", cwd=out, env=_env(),
+    run_logged(["make", jobs, "lib"], label="glibc libc.a", cwd=out, env=env,
                counter=counter, log_path=paths.logs_dir() / "glibc-build.log")
     run_logged(["make", jobs, "math/others", "nptl/others", "rt/others", "dlfcn/others"],
-               label="glibc libm.a", cwd=out, env=_env(), counter=counter,
+               label="glibc libm.a", cwd=out, env=env, counter=counter,
                log_path=paths.logs_dir() / "glibc-build-others.log")
     counter.save(out)
     root = sysroot()
