@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,14 @@ def ret_kernel() -> Path:
     return build.build("ukl-ret")
 
 
+def stop_run(runner: subprocess.Popen[str]) -> None:
+    """Kill a `ukl run` started with start_new_session=True, QEMU included:
+    killing `ukl run` alone would leave QEMU running (and its ports held)."""
+    if runner.poll() is None:
+        os.killpg(runner.pid, signal.SIGKILL)
+        runner.communicate()
+
+
 def gdb_break_session(image: str, breakpoint: str, *program_args: str
                       ) -> tuple[subprocess.CompletedProcess[str], int, str]:
     """Boot `image` with --gdb, attach gdb with the image's vmlinux, stop at
@@ -60,7 +69,8 @@ def gdb_break_session(image: str, breakpoint: str, *program_args: str
     runner = subprocess.Popen(
         [sys.executable, str(REPO / "bin" / "ukl"), "run", image, "--gdb", "--",
          *program_args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
     try:
         # The hint line printed by ukl is the command to use.
         hint = runner.stderr.readline() + runner.stderr.readline()
@@ -78,5 +88,4 @@ def gdb_break_session(image: str, breakpoint: str, *program_args: str
         out, _ = runner.communicate(timeout=120)
         return gdb, runner.returncode, out
     finally:
-        if runner.poll() is None:
-            runner.kill()
+        stop_run(runner)

@@ -8,7 +8,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
-from tests.conftest import REPO
+from tests.conftest import REPO, stop_run, ukl
+
+
+def build_debian(package: str, *args: str) -> str:
+    """`ukl build --debian PACKAGE [args]` on the UKL kernel; the image name."""
+    res = ukl("build", "--debian", package, *args, timeout=1800)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return args[args.index("-o") + 1] if "-o" in args else package
 
 
 @contextlib.contextmanager
@@ -20,13 +27,11 @@ def booted(image: str, host_port: int, guest_port: int,
         [sys.executable, str(REPO / "bin" / "ukl"), "run", image, "--mem", "1G",
          "-p", f"{host_port}:{guest_port}", "--timeout", str(timeout)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, cwd=REPO)
+        text=True, cwd=REPO, start_new_session=True)
     try:
         yield runner
     finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.communicate()
+        stop_run(runner)
 
 
 def connect(port: int, ready: Callable[[socket.socket], bool],

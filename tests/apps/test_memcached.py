@@ -9,7 +9,6 @@ import threading
 import pytest
 
 from tests.apps import guest
-from tests.conftest import ukl
 
 pytestmark = pytest.mark.boot
 HOST_PORT = 21211
@@ -19,9 +18,7 @@ KEYS_PER_CLIENT = 50
 
 @pytest.fixture(scope="module")
 def memcached_image(ukl_kernel) -> str:  # noqa: ANN001 - fixture
-    res = ukl("build", "--debian", "memcached", timeout=1800)
-    assert res.returncode == 0, res.stdout + res.stderr
-    return "memcached"
+    return guest.build_debian("memcached")
 
 
 def _version(conn: socket.socket) -> bool:

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.apps import guest
-from tests.conftest import REPO, ukl
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.boot
 HOST_PORT = 18080
@@ -19,9 +19,7 @@ PAGE = (REPO / "apps" / "debian" / "nginx" / "index.html").read_bytes()
 
 @pytest.fixture(scope="module")
 def nginx_image(ukl_kernel) -> str:  # noqa: ANN001 - fixture
-    res = ukl("build", "--debian", "nginx", timeout=1800)
-    assert res.returncode == 0, res.stdout + res.stderr
-    return "nginx"
+    return guest.build_debian("nginx")
 
 
 def _http_up(conn: socket.socket) -> bool:

@@ -21,9 +21,7 @@ HOST_PORT = 16379
 
 @pytest.fixture(scope="module")
 def redis_image(ukl_kernel) -> str:  # noqa: ANN001 - fixture
-    res = ukl("build", "--debian", "redis", timeout=1800)
-    assert res.returncode == 0, res.stdout + res.stderr
-    return "redis"
+    return guest.build_debian("redis")
 
 
 def _resp(*words: str) -> bytes:
@@ -80,9 +78,8 @@ def test_redis_benchmark_corunning_in_the_guest(redis_image: str) -> None:  # no
     # An ordinary process beside the unikernel: redis-benchmark over loopback.
     script = ("sleep 2; redis-benchmark -q -n 2000 -t set,get > /tmp/bench 2>&1; "
               "cat /tmp/bench; redis-cli shutdown nosave")
-    build = ukl("build", "--debian", "redis", "-o", "redis-corun", "--helper", script)
-    assert build.returncode == 0, build.stdout + build.stderr
-    res = ukl("run", "redis-corun", "--mem", "1G", "--timeout", "600")
+    image = guest.build_debian("redis", "-o", "redis-corun", "--helper", script)
+    res = ukl("run", image, "--mem", "1G", "--timeout", "600")
     out = res.stdout + res.stderr
     assert "SET: " in out and "GET: " in out and "requests per second" in out, out
     assert res.returncode == 0, out

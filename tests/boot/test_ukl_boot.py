@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tests.conftest import PROGRAMS, gdb_break_session, ukl
+from tests.conftest import PROGRAMS, gdb_break_session, stop_run, ukl
 
 pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "300"
@@ -218,7 +218,7 @@ def test_tcp_echo_server_reached_from_host(ukl_kernel) -> None:  # noqa: ANN001 
     runner = subprocess.Popen(
         [sys.executable, str(REPO / "bin" / "ukl"), "run", image, "-p", f"{port}:7",
          "--timeout", BOOT_TIMEOUT], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         seen = ""
         while "echo: listening on port 7 (ring 0)" not in seen:
@@ -248,5 +248,4 @@ def test_tcp_echo_server_reached_from_host(ukl_kernel) -> None:  # noqa: ANN001 
         assert "echo: done" in out, seen + out
         assert runner.returncode == 0, seen + out
     finally:
-        if runner.poll() is None:
-            runner.kill()
+        stop_run(runner)
