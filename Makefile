@@ -41,12 +41,14 @@ sources:
 	$(UKL) series prepare all
 
 # The flavours the tests use, from the same patched tree: stock (every UKL
-# option off), the UKL base model, UKL_BYP and UKL_RET (kernel/flavours.ini).
+# option off), the UKL base model, UKL_BYP, UKL_RET, and RET + BYP with the
+# shortcuts and run-to-completion (kernel/flavours.ini).
 kernel:
 	$(UKL) kernel build stock
 	$(UKL) kernel build ukl
 	$(UKL) kernel build ukl-byp
 	$(UKL) kernel build ukl-ret
+	$(UKL) kernel build ukl-ret-byp
 
 # UKL glibc, gcc runtime libraries and ukl-cc/ukl-c++ support files.
 toolchain:

@@ -52,6 +52,13 @@ def ret_kernel() -> Path:
     return build.build("ukl-ret")
 
 
+@pytest.fixture(scope="session")
+def sc_kernel() -> Path:
+    """UKL_RET + UKL_BYP + UKL_SHORTCUTS + UKL_RTC (flavour ukl-ret-byp)."""
+    from ukl.kernel import build
+    return build.build("ukl-ret-byp")
+
+
 def stop_run(runner: subprocess.Popen[str]) -> None:
     """Kill a `ukl run` started with start_new_session=True, QEMU included:
     killing `ukl run` alone would leave QEMU running (and its ports held)."""

@@ -112,10 +112,12 @@ ukl_entry_SYSCALL_64:
 	 * <ukl.h>: the host kernel has no UKL, so every ukl_set_* function
 	 * fails with -EOPNOTSUPP.
 	 */
-	.globl	ukl_set_bypass
+	.globl	ukl_set_bypass, ukl_set_run_to_completion
 	.type	ukl_set_bypass, @function
+	.type	ukl_set_run_to_completion, @function
 	.p2align 4
 ukl_set_bypass:
+ukl_set_run_to_completion:
 	.cfi_startproc
 	movq	$-EOPNOTSUPP, %rax
 	ret

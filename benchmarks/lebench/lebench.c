@@ -11,13 +11,17 @@
  * Output, one line per measurement, for `ukl bench` to collect:
  *   bench,OP,SIZE,ITERATIONS,MIN,MEDIAN
  *
- * Usage: lebench [--bypass] [--quick] [OP...]   (no OP: all of them)
- *   --bypass   turn UKL_BYP system call bypass on first (fails without it)
+ * Usage: lebench [--bypass] [--shortcuts] [--quick] [GROUP...]
+ *   (no GROUP: all of them)
+ *   --bypass     turn UKL_BYP system call bypass on first (fails without it)
+ *   --shortcuts  TCP send/recv through ukl_tcp_send/ukl_tcp_recv
+ *                (UKL_SHORTCUTS; fails without it)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +44,7 @@
 #define PAGE 4096
 
 static long iterations = 10000;
+static int use_shortcuts;
 static uint64_t *samples;
 static char *buf;
 
@@ -169,6 +174,60 @@ static void bench_unix(void)
 	close(sv[1]);
 }
 
+/*
+ * TCP over loopback, one connected pair, Nagle off so that every send goes
+ * out at once. With --shortcuts the same calls go through the UKL
+ * shortcuts, straight into tcp_sendmsg()/tcp_recvmsg().
+ */
+static ssize_t tcp_send(int fd, const void *p, size_t n)
+{
+#if __has_include(<ukl.h>)
+	if (use_shortcuts)
+		return ukl_tcp_send(fd, p, n, 0);
+#endif
+	return send(fd, p, n, 0);
+}
+
+static ssize_t tcp_recv(int fd, void *p, size_t n)
+{
+#if __has_include(<ukl.h>)
+	if (use_shortcuts)
+		return ukl_tcp_recv(fd, p, n, 0);
+#endif
+	return recv(fd, p, n, 0);
+}
+
+static void bench_tcp(void)
+{
+	struct sockaddr_in addr = { .sin_family = AF_INET };
+	socklen_t len = sizeof(addr);
+	int one = 1, l = socket(AF_INET, SOCK_STREAM, 0), tx, rx;
+
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (l < 0 || bind(l, (struct sockaddr *)&addr, len) || listen(l, 1) ||
+	    getsockname(l, (struct sockaddr *)&addr, &len))
+		die("tcp listen");
+	tx = socket(AF_INET, SOCK_STREAM, 0);
+	if (tx < 0 || connect(tx, (struct sockaddr *)&addr, len))
+		die("tcp connect");
+	rx = accept(l, NULL, NULL);
+	if (rx < 0)
+		die("tcp accept");
+	setsockopt(tx, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (tcp_send(tx, buf, 1) != 1 || tcp_recv(rx, buf, 1) != 1)
+		die("tcp send/recv (--shortcuts without UKL_SHORTCUTS?)");
+	for (long size = 1; size <= MAX_SIZE; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
+		MEASURE("send-tcp", size, tcp_send(tx, buf, size), tcp_recv(rx, buf, size));
+		/* Prime one message, then time each receive and refill. */
+		tcp_send(tx, buf, size);
+		MEASURE("recv-tcp", size, tcp_recv(rx, buf, size), tcp_send(tx, buf, size));
+		tcp_recv(rx, buf, size);
+	}
+	close(tx);
+	close(rx);
+	close(l);
+}
+
 /* One new anonymous page per iteration: the paper's page-fault loop. */
 static void bench_page_fault(void)
 {
@@ -227,7 +286,8 @@ struct group {
 static const struct group groups[] = {
 	{ "floor", bench_floor },	{ "file", bench_file },
 	{ "pipe", bench_pipe },		{ "udp", bench_udp },
-	{ "unix", bench_unix },		{ "page-fault", bench_page_fault },
+	{ "unix", bench_unix },		{ "tcp", bench_tcp },
+	{ "page-fault", bench_page_fault },
 	{ "stack-fault", bench_stack_fault }, { "thread", bench_thread },
 	{ "fork", bench_fork },
 };
@@ -242,6 +302,15 @@ int main(int argc, char **argv)
 			die("ukl_bypass");
 #else
 		fprintf(stderr, "lebench: --bypass needs the UKL toolchain\n");
+		return 2;
+#endif
+		first++;
+	}
+	if (argc > first && !strcmp(argv[first], "--shortcuts")) {
+#if __has_include(<ukl.h>)
+		use_shortcuts = 1;
+#else
+		fprintf(stderr, "lebench: --shortcuts needs the UKL toolchain\n");
 		return 2;
 #endif
 		first++;

@@ -19,13 +19,15 @@ def build_debian(package: str, *args: str) -> str:
 
 
 @contextlib.contextmanager
-def booted(image: str, host_port: int, guest_port: int,
+def booted(image: str, host_port: int, guest_port: int, *args: str,
            timeout: int = 300) -> Iterator[subprocess.Popen[str]]:
-    """`ukl run IMAGE -p HOST:GUEST` in the background; killed on the way out
-    if the test did not end it."""
+    """`ukl run IMAGE -p HOST:GUEST [-- ARGS]` in the background (ARGS replace
+    the image's default arguments); killed on the way out if the test did
+    not end it."""
     runner = subprocess.Popen(
         [sys.executable, str(REPO / "bin" / "ukl"), "run", image, "--mem", "1G",
-         "-p", f"{host_port}:{guest_port}", "--timeout", str(timeout)],
+         "-p", f"{host_port}:{guest_port}", "--timeout", str(timeout),
+         *(["--", *args] if args else [])],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, cwd=REPO, start_new_session=True)
     try:

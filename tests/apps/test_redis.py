@@ -55,8 +55,23 @@ def test_redis_image_links_redis_into_the_kernel(redis_image: str) -> None:
     assert " T __ukl_serverCron\n" in symbols or " t __ukl_serverCron\n" in symbols
 
 
+@pytest.fixture(scope="module")
+def redis_shortcut_image(sc_kernel) -> str:  # noqa: ANN001 - fixture
+    # The same build (apps/debian/redis/ukl-shortcuts.patch applied) on a
+    # kernel with UKL_SHORTCUTS: client reads/writes go through them.
+    return guest.build_debian("redis", "--kernel", "ukl-ret-byp", "-o", "redis-sc")
+
+
 def test_set_get_from_the_host(redis_image: str) -> None:
-    with guest.booted(redis_image, HOST_PORT, 6379) as runner:
+    _set_get_from_the_host(redis_image)
+
+
+def test_set_get_through_the_tcp_shortcuts(redis_shortcut_image: str) -> None:
+    _set_get_from_the_host(redis_shortcut_image)
+
+
+def _set_get_from_the_host(image: str) -> None:
+    with guest.booted(image, HOST_PORT, 6379) as runner:
         conn = guest.connect(HOST_PORT, _pong)
         conn.sendall(_resp("SET", "greeting", "hello from the host"))
         assert _reply(conn) == b"+OK\r\n"

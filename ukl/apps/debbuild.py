@@ -74,15 +74,21 @@ def _environment(cc: str, cxx: str, deps: list[Built]) -> dict[str, str]:
 
 
 def _state(rec: recipe.Recipe, cc: str, deps: list[Built]) -> str:
-    # Run-time arguments do not change what is built.
-    text = repr((dataclasses.replace(rec, args=[]), cc, [(d.package, d.prefix) for d in deps]))
+    # Run-time arguments do not change what is built; our patches' contents do.
+    patches = [p.read_bytes() for p in rec.patches]
+    text = repr((dataclasses.replace(rec, args=[]), patches, cc,
+                 [(d.package, d.prefix) for d in deps]))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _log(rec: recipe.Recipe, ukl: bool) -> Path:
+    return paths.logs_dir() / f"debian-{rec.package}-{_mode(ukl)}.log"
 
 
 def _run_build(rec: recipe.Recipe, tree: Path, prefix: Path, ukl: bool,
                cc: str, cxx: str, deps: list[Built]) -> None:
     env = _environment(cc, cxx, deps)
-    log = paths.logs_dir() / f"debian-{rec.package}-{_mode(ukl)}.log"
+    log = _log(rec, ukl)
     what = f"{rec.package} ({_mode(ukl)})"
     system = rec.system
     if system == "auto":
@@ -94,7 +100,6 @@ def _run_build(rec: recipe.Recipe, tree: Path, prefix: Path, ukl: bool,
             where = rec.source or recipe.RECIPES_DIR / f"{rec.package}.ini"
             raise UklError(f"{rec.package}: no configure script, configure.ac or Makefile "
                            f"at the top of {tree}; say how to build it in {where}")
-    log.unlink(missing_ok=True)
     make = ["make", f"-j{len(os.sched_getaffinity(0))}"]
     if system == "configure":
         # Debian regenerates the autotools files (dh_autoreconf): its patches
@@ -117,6 +122,14 @@ def _run_build(rec: recipe.Recipe, tree: Path, prefix: Path, ukl: bool,
     if rec.library:
         run_logged(["make", "install", *rec.make_args], label=f"install {what}", cwd=tree,
                    env=env, log_path=log, append=True)
+
+
+def _apply_patches(rec: recipe.Recipe, tree: Path, ukl: bool) -> None:
+    log = _log(rec, ukl)
+    for patch in rec.patches:
+        run_logged(["patch", "-p1", "--batch", "--forward", "-i", str(patch)],
+                   label=f"patch {rec.package} with {patch.name}", cwd=tree,
+                   env=build_env(), log_path=log, append=True)
 
 
 def _find_program(tree: Path, wanted: str | None, package: str) -> Path:
@@ -155,6 +168,8 @@ def build(package: str, ukl: bool, binary: str | None = None,
             if d.exists():
                 shutil.rmtree(d)
         shutil.copytree(source, tree, symlinks=True)
+        _log(rec, ukl).unlink(missing_ok=True)
+        _apply_patches(rec, tree, ukl)
         _run_build(rec, tree, prefix, ukl, cc, cxx, deps)
         stamp.write_text(state)
     program = None if rec.library else _find_program(tree, binary or rec.program, package)

@@ -13,6 +13,8 @@ unknown package can still be tried. Format:
     tools = path ...                       (ordinary programs for /usr/bin)
     depends = package ...                  (libraries: built first, same compiler)
     library = yes                          (a dependency: install, no program)
+    patches = relpath ...                  (ours, from apps/debian/, applied with
+                                            patch -p1 after Debian's own)
     [run]
     args = ...                             (default program arguments)
     [image]
@@ -42,6 +44,7 @@ class Recipe:
     tools: list[str] = field(default_factory=list)
     depends: list[str] = field(default_factory=list)
     library: bool = False
+    patches: list[Path] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
     # (host path, guest path) of extra image files.
     files: list[tuple[Path, str]] = field(default_factory=list)
@@ -61,7 +64,7 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
     build = parser["build"] if parser.has_section("build") else {}
     run = parser["run"] if parser.has_section("run") else {}
     unknown = set(build) - {"system", "configure_args", "make_args", "program", "tools",
-                            "depends", "library"}
+                            "depends", "library", "patches"}
     if unknown:
         raise UklError(f"{path}: unknown [build] keys: {', '.join(sorted(unknown))}")
     system = build.get("system", "auto")
@@ -76,6 +79,10 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
         if not (recipes_dir / host).is_file():
             raise UklError(f"{path}: files entry '{item}': {recipes_dir / host} does not exist")
         files.append((recipes_dir / host, guest))
+    patches = [recipes_dir / rel for rel in shlex.split(build.get("patches", ""))]
+    for patch in patches:
+        if not patch.is_file():
+            raise UklError(f"{path}: patches entry {patch} does not exist")
     return Recipe(
         package=package,
         system=system,
@@ -85,6 +92,7 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
         tools=shlex.split(build.get("tools", "")),
         depends=shlex.split(build.get("depends", "")),
         library=build.get("library", "no").lower() in ("yes", "true", "1"),
+        patches=patches,
         args=shlex.split(run.get("args", "")),
         files=files,
         source=path,

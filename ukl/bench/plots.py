@@ -10,9 +10,9 @@ from ukl.common.errors import UklError
 
 # clock_gettime is the floor, not a system call on stock (vDSO): see results.md.
 SYSCALLS = ["getppid", "read-file", "write-file", "read-pipe", "write-pipe",
-            "sendto-udp", "recvfrom-udp", "sendto-unix", "recvfrom-unix"]
-SIZED = ["read-file", "write-file", "read-pipe", "write-pipe",
-         "sendto-udp", "recvfrom-udp", "sendto-unix", "recvfrom-unix"]
+            "sendto-udp", "recvfrom-udp", "sendto-unix", "recvfrom-unix",
+            "send-tcp", "recv-tcp"]
+SIZED = SYSCALLS[1:]
 FAULTS = ["page-fault", "stack-fault"]
 YLABEL = "guest instructions (median, icount)"
 
@@ -69,7 +69,7 @@ def figure3(rows: list[Row], configs: list[str], out: Path) -> None:
 def figure4(rows: list[Row], configs: list[str], out: Path) -> None:
     """Median instructions against request size, one panel per operation."""
     plt = _pyplot()
-    fig, axes = plt.subplots(2, 4, figsize=(14, 6), sharex=True)
+    fig, axes = plt.subplots(2, 5, figsize=(17, 6), sharex=True)
     for ax, op in zip(axes.flat, SIZED):
         for c in configs:
             pts = sorted((r.size, r.median) for r in rows if r.config == c and r.op == op)

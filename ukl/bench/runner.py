@@ -29,7 +29,7 @@ from ukl.sources import debian
 LEBENCH = paths.REPO_ROOT / "benchmarks" / "lebench" / "lebench.c"
 # Measurements per benchmark group (see lebench.c): 33 sizes per size sweep.
 GROUP_LINES = {"floor": 3, "file": 66, "pipe": 66, "udp": 66, "unix": 66,
-               "page-fault": 1, "stack-fault": 1, "thread": 1, "fork": 1}
+               "tcp": 66, "page-fault": 1, "stack-fault": 1, "thread": 1, "fork": 1}
 # Generous: a full run of one config takes a few minutes under icount.
 RUN_TIMEOUT = 3600.0
 
@@ -58,7 +58,10 @@ def _progress(config_name: str, log: Path, total: int, done: threading.Event) ->
 def run_config(flavour: str, quick: bool, groups: list[str]) -> list[report.Row]:
     img = appbuild.build_image(f"bench-{flavour}", flavour, [LEBENCH], InitramfsSpec())
     # A bypass flavour is measured with bypass on: that is what it is for.
-    args = (["--bypass"] if config.has_bypass(config.get_flavour(flavour)) else [])
+    # Likewise a shortcut flavour sends TCP through its shortcuts.
+    flav = config.get_flavour(flavour)
+    args = (["--bypass"] if config.has_bypass(flav) else [])
+    args += (["--shortcuts"] if config.has_shortcuts(flav) else [])
     args += (["--quick"] if quick else []) + groups
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=1, mem="1G",
                            icount=True, gdb=False, append=[], program_args=args)

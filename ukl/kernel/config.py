@@ -95,6 +95,11 @@ def has_bypass(flavour: Flavour) -> bool:
     return is_ukl(flavour) and merged_options(flavour).get("CONFIG_UKL_BYP") == "y"
 
 
+def has_shortcuts(flavour: Flavour) -> bool:
+    """Whether the flavour's application can use the UKL_SHORTCUTS calls."""
+    return is_ukl(flavour) and merged_options(flavour).get("CONFIG_UKL_SHORTCUTS") == "y"
+
+
 def ukl_exec_name(flavour: Flavour) -> str:
     """The path whose exec starts the linked application (Kconfig default /UKL)."""
     return merged_options(flavour).get("CONFIG_UNIKERNEL_LINUX_EXEC_NAME", "/UKL").strip('"')

@@ -33,7 +33,7 @@ SYMBOL_PREFIX = "__ukl_"
 KERNEL_PROVIDED = {
     "ukl_entry_SYSCALL_64",
     # <ukl.h> (toolchain/include/ukl.h): kernel functions the app calls.
-    "ukl_set_bypass",
+    "ukl_set_bypass", "ukl_set_run_to_completion",
     # The kernel's stand-ins for the vDSO, which libc calls (libc/patches/0004).
     "ukl_vdso_clock_gettime", "ukl_vdso_gettimeofday", "ukl_vdso_time",
     "__preinit_array_start", "__preinit_array_end",
