@@ -194,6 +194,22 @@ static long vmalloc_used_kb(void)
 	return kb;
 }
 
+/* A line of /proc/self/status in kB (VmPin, ...), or -1. */
+static long status_kb(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, strlen(field)) &&
+		    sscanf(line + strlen(field), ": %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
 static int mapped_as_pinned(void *p)
 {
 	char want[32], line[256];
@@ -211,13 +227,14 @@ static int mapped_as_pinned(void *p)
 
 /*
  * Pinned buffers: resident from the start (touching every page costs no
- * fault), usable for I/O, kernel memory that munmap() gives back, one
- * piece, not inherited by fork(), contents kept across MADV_DONTNEED.
+ * fault), usable for I/O, kernel memory counted as pinned (VmPin) that
+ * munmap() gives back, one piece, not inherited by fork(), contents kept
+ * across MADV_DONTNEED.
  */
 static const char *check_pinned(void)
 {
 	size_t size = PINNED_PAGES * 4096;
-	long before_kb = vmalloc_used_kb(), faults;
+	long before_kb = vmalloc_used_kb(), pinned_kb = status_kb("VmPin"), faults;
 	unsigned char *p, vec[PINNED_PAGES];
 	char out[8];
 	int fds[2];
@@ -232,6 +249,8 @@ static const char *check_pinned(void)
 		return "no [ukl_pinned] mapping in /proc/self/maps";
 	if (vmalloc_used_kb() < before_kb + (long)size / 1024)
 		return "VmallocUsed did not grow by the buffer";
+	if (status_kb("VmPin") != pinned_kb + (long)size / 1024)
+		return "VmPin did not grow by the buffer";
 	if (mincore(p, size, vec))
 		return "mincore failed";
 	for (i = 0; i < PINNED_PAGES; i++)
@@ -271,6 +290,8 @@ static const char *check_pinned(void)
 		return "munmap of the whole buffer failed";
 	if (vmalloc_used_kb() > before_kb + (long)size / 2048)
 		return "VmallocUsed did not come back after munmap";
+	if (status_kb("VmPin") != pinned_kb)
+		return "VmPin did not come back after munmap";
 	if (ukl_pinned_alloc(0) || errno != EINVAL)
 		return "a zero-sized buffer was not refused with EINVAL";
 	return NULL;

@@ -112,8 +112,9 @@ static inline ssize_t ukl_tcp_recv(int fd, void *buf, size_t len, int flags)
 /*
  * A pinned, pre-faulted buffer of at least size bytes, zero-filled: kernel
  * memory mapped into the application, every page present from the start
- * (no page fault on first touch) and never swapped or migrated; charged to
- * RLIMIT_MEMLOCK, not inherited by fork().  Free it with munmap(p, size).
+ * (no page fault on first touch) and never swapped or migrated; counted as
+ * the process's pinned memory (VmPin, limited by RLIMIT_MEMLOCK), not
+ * inherited by fork().  Free it with munmap(p, size).
  * Returns NULL with errno set on failure (ENOSYS without UKL_SHORTCUTS).
  */
 static inline void *ukl_pinned_alloc(size_t size)
