@@ -120,6 +120,16 @@ def test_uncommitted_changes_block_export(comp: debian.Component) -> None:
         series.export(comp)
 
 
+def test_new_file_hidden_by_gitignore_blocks_export(comp: debian.Component) -> None:
+    # Debian's kernel .gitignore ignores every new top-level path, so a new
+    # source file committed with `git add -A` would silently miss the patch.
+    tree = series.prepare(comp, "1.0-1")
+    _commit_change(tree, ".gitignore", "/*\n!/.gitignore\n", "ignore everything new")
+    (tree / "new.c").write_text("int x;\n")
+    with pytest.raises(UklError, match="new.c.*git add -f"):
+        series.export(comp)
+
+
 def _other_patch() -> str:
     return """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
 From: Other <other@example.org>

@@ -83,6 +83,12 @@ def _is_dirty(tree: Path) -> bool:
     return bool(_git(tree, "status", "--porcelain", "--untracked-files=normal").strip())
 
 
+def _ignored_new_files(tree: Path) -> list[str]:
+    """Untracked files that .gitignore hides: new sources a commit missed
+    (builds happen outside the tree, so there are no build outputs here)."""
+    return _git(tree, "ls-files", "--others", "--ignored", "--exclude-standard").split()
+
+
 def _head(tree: Path) -> str:
     return _git(tree, "rev-parse", "HEAD").strip()
 
@@ -207,6 +213,11 @@ def export(comp: Component) -> list[str]:
         raise UklError(f"no tree at {comp.tree}; run `ukl series prepare {comp.name}`")
     if _is_dirty(comp.tree):
         raise UklError(f"{comp.tree} has uncommitted changes; commit them first")
+    hidden = _ignored_new_files(comp.tree)
+    if hidden:
+        raise UklError(f"{comp.tree}: new file(s) that .gitignore hides from `git add`, so in "
+                       f"no patch: {', '.join(hidden[:5])}; add them with `git add -f` and "
+                       f"commit (Debian's kernel .gitignore ignores every new top-level path)")
     with tempfile.TemporaryDirectory() as tmp:
         # --zero-commit and --no-signature keep the files stable across
         # re-exports: only real changes show up in the project's diff.
