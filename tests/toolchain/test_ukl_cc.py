@@ -99,6 +99,18 @@ def test_ukl_h_on_the_host_reports_unsupported(tmp_path: Path) -> None:
     assert "ukl_set_bypass" in driver.undefined_symbols(_ukl_object(exe, tmp_path))
 
 
+def test_ukl_h_shortcuts_on_the_host_report_enosys(tmp_path: Path) -> None:
+    # The shortcuts are system calls the host kernel does not know (ENOSYS);
+    # run-to-completion is a kernel function whose stand-in says EOPNOTSUPP.
+    exe = tmp_path / "shortcuts"
+    res = _build(UKL_CC, PROGRAMS / "shortcuts.c", exe)
+    assert res.returncode == 0, res.stderr
+    run = subprocess.run([str(exe), "unsupported"], capture_output=True, text=True, timeout=60)
+    assert "shortcuts: unsupported as expected" in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 0
+    assert "ukl_set_run_to_completion" in driver.undefined_symbols(_ukl_object(exe, tmp_path))
+
+
 def test_raw_syscall_fails_link_naming_function(tmp_path: Path) -> None:
     src = tmp_path / "raw.c"
     src.write_text("long sneaky_getpid(void) { long r; __asm__ volatile(\"syscall\" "
