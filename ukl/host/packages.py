@@ -61,6 +61,7 @@ APPS = [
     Package("automake", "autotools packages are autoreconf'ed before building, as Debian does"),
     Package("libtool", "autotools packages are autoreconf'ed before building, as Debian does"),
     Package("autopoint", "autoreconf of packages that use gettext (GNU hello, ...)"),
+    Package("patch", "recipes' own patches on Debian sources (apps/debian/redis/*.patch)"),
 ]
 ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME + APPS
 
