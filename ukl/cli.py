@@ -8,6 +8,7 @@
     ukl build --debian PACKAGE        a Debian source package, built unchanged -> image
     ukl bench [GROUP...]              microbenchmarks, every config -> results/NAME
     ukl bench-apps [APP...]           Redis/memcached throughput, every config
+    ukl matrix [--only A,B] [--resume] every UKL option combination: build + boot suite
     ukl image create NAME --program P  image from an existing static program
     ukl initramfs -o OUT [...]        just the initramfs
     ukl lint FILE...                  check objects for code unfit for CPL0/kernel link
@@ -90,6 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="kernel flavours, first is the baseline (default: stock,ukl,ukl-byp)")
     p.add_argument("--requests", type=int, default=20000,
                    help="requests per operation (default 20000)")
+
+    p = sub.add_parser("matrix", help="every combination of the UKL options: build, boot "
+                       "the base-model suite -> results/NAME/matrix.*")
+    p.add_argument("--name", default="matrix", help="results/NAME (default: matrix)")
+    p.add_argument("--only", default="", metavar="A,B",
+                   help="just these combinations (e.g. ukl+byp,ukl+ret+rtc)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep earlier results in results/NAME, skip combinations that passed")
 
     p = sub.add_parser("bench", help="LEBench-style microbenchmarks: every config, one run, "
                        "instruction counts under icount -> results/NAME/")
@@ -254,6 +263,11 @@ def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
         out = apps.bench_apps(args.name, list(args.apps),
                               [c for c in args.configs.split(",") if c], args.requests)
         print(f"ukl: results in {out} (apps.md, apps.csv, apps-meta.json)", file=sys.stderr)
+        return 0
+    if args.command == "matrix":
+        from ukl.bench import matrix
+        out = matrix.run_matrix(args.name, [c for c in args.only.split(",") if c], args.resume)
+        print(f"ukl: results in {out} (matrix.md, matrix.csv)", file=sys.stderr)
         return 0
     if args.command == "bench":
         from ukl.bench import runner

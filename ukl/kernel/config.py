@@ -72,10 +72,32 @@ def load_flavours(ini: Path = FLAVOURS_INI, configs: Path = CONFIGS_DIR) -> dict
 
 
 def get_flavour(name: str) -> Flavour:
+    """A flavour from flavours.ini, or a composed one: BASE+OPTION+... adds
+    kernel/configs/OPTION.config to BASE's fragments (`ukl+ret+rtc`)."""
     flavours = load_flavours()
-    if name not in flavours:
-        raise UklError(f"unknown kernel flavour '{name}'; known: {', '.join(sorted(flavours))}")
-    return flavours[name]
+    if name in flavours:
+        return flavours[name]
+    if "+" in name:
+        return compose(name, flavours)
+    raise UklError(f"unknown kernel flavour '{name}'; known: {', '.join(sorted(flavours))}, "
+                   f"or BASE+OPTION+... with options from {CONFIGS_DIR}")
+
+
+def compose(name: str, flavours: dict[str, Flavour], configs: Path = CONFIGS_DIR) -> Flavour:
+    base, *options = name.split("+")
+    if base not in flavours:
+        raise UklError(f"flavour {name}: unknown base flavour '{base}'; known: "
+                       f"{', '.join(sorted(flavours))}")
+    frags = list(flavours[base].fragments)
+    for opt in options:
+        frag = configs / f"{opt}.config"
+        if not opt or not frag.is_file():
+            known = sorted(p.stem for p in configs.glob("*.config"))
+            raise UklError(f"flavour {name}: no option fragment {frag}; options: "
+                           f"{', '.join(known)}")
+        if frag not in frags:
+            frags.append(frag)
+    return Flavour(name, f"{base} + {', '.join(options)}", tuple(frags))
 
 
 def merged_options(flavour: Flavour) -> dict[str, str]:

@@ -1,0 +1,143 @@
+"""`ukl matrix`: every combination of the UKL options, built from the same
+patched tree and checked with the base-model boot suite (not a benchmark,
+but a long recorded run like one: results/NAME/).
+
+The options are the fragments in OPTIONS (kernel/configs/OPTION.config), each
+composed onto the `ukl` flavour (config.compose): `ukl`, `ukl+byp`, ...,
+`ukl+byp+ret+shortcuts+rtc`. A combination with the same fragments as a
+named flavour (kernel/flavours.ini) builds as that flavour, whose build tree
+is already warm. Kconfig refusing a combination is a result too (the build
+fails naming the option that did not stick).
+
+Each combination's kernel links tests/programs/ukl_suite.c and boots on two
+CPUs; it passes when every check of the suite passes. Results go to
+results/NAME/: matrix.csv and matrix.md, rewritten after every combination,
+so a long run can be resumed (--resume skips combinations that passed).
+"""
+from __future__ import annotations
+
+import csv
+import itertools
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ukl.bench.runner import results_dir
+from ukl.common import paths
+from ukl.common.errors import UklError
+from ukl.image import appbuild
+from ukl.image.initramfs import InitramfsSpec
+from ukl.kernel import config
+from ukl.runner import qemu, run
+
+OPTIONS = ("byp", "ret", "shortcuts", "rtc")
+SUITE = paths.REPO_ROOT / "tests" / "programs" / "ukl_suite.c"
+SUITE_TIMEOUT = 900.0
+FIELDS = ("combination", "flavour", "result", "build_s", "suite_s", "detail")
+_FAILURES = re.compile(r"ukl_suite: (\d+) failure\(s\)")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    combination: str
+    flavour: str
+    result: str          # "pass", "fail" (suite), "no build"
+    build_s: float
+    suite_s: float
+    detail: str
+
+
+def combinations() -> list[str]:
+    """`ukl` and every subset of OPTIONS composed onto it, fewest options first."""
+    return ["+".join(("ukl", *subset))
+            for k in range(len(OPTIONS) + 1)
+            for subset in itertools.combinations(OPTIONS, k)]
+
+
+def flavour_for(combination: str, flavours: dict[str, config.Flavour]) -> str:
+    """The named flavour with the same fragments, else the composed name."""
+    wanted = set(config.compose(combination, flavours).fragments) \
+        if "+" in combination else set(flavours[combination].fragments)
+    for flavour in flavours.values():
+        if set(flavour.fragments) == wanted:
+            return flavour.name
+    return combination
+
+
+def check(combination: str, flavour: str) -> Outcome:
+    start = time.monotonic()
+    try:
+        img = appbuild.build_image(f"matrix-{flavour}", flavour, [SUITE], InitramfsSpec())
+    except UklError as e:
+        return Outcome(combination, flavour, "no build", time.monotonic() - start, 0.0,
+                       e.message.splitlines()[0])
+    built = time.monotonic()
+    opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=2, mem="1G",
+                           icount=False, gdb=False, append=["UKL_SUITE_ENV=from-cmdline"],
+                           program_args=[])
+    outcome = run.run(opts, log_name=f"matrix-{flavour}", timeout=SUITE_TIMEOUT, echo=False)
+    console = outcome.log.read_text(errors="replace")
+    failures = _FAILURES.search(console)
+    failed = [line.split("FAIL ", 1)[1] for line in console.splitlines()
+              if line.startswith("ukl_suite: FAIL ")]
+    passed = outcome.exit_code == 0 and failures is not None and failures.group(1) == "0"
+    detail = ("all checks passed" if passed else
+              "; ".join(failed) or f"status {outcome.exit_code}, console log {outcome.log}")
+    return Outcome(combination, flavour, "pass" if passed else "fail",
+                   built - start, time.monotonic() - built, detail)
+
+
+def _read(path: Path) -> dict[str, Outcome]:
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as f:
+        return {r["combination"]: Outcome(r["combination"], r["flavour"], r["result"],
+                                          float(r["build_s"]), float(r["suite_s"]), r["detail"])
+                for r in csv.DictReader(f)}
+
+
+def _write(out: Path, outcomes: dict[str, Outcome], command: str) -> None:
+    with (out / "matrix.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(FIELDS)
+        for o in outcomes.values():
+            writer.writerow((o.combination, o.flavour, o.result, f"{o.build_s:.0f}",
+                             f"{o.suite_s:.0f}", o.detail))
+    lines = [f"Command: `{command}`", "",
+             "Every combination of the UKL options (kernel/configs/OPTION.config on top of "
+             "the `ukl` flavour), built from the same patched tree; each kernel links "
+             "tests/programs/ukl_suite.c and boots it on 2 CPUs under QEMU TCG. Build times "
+             "are with whatever ccache held.", "",
+             "| combination | built as | result | build s | suite s | detail |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| `{o.combination}` | `{o.flavour}` | {o.result} | {o.build_s:.0f} | "
+              f"{o.suite_s:.0f} | {o.detail} |" for o in outcomes.values()]
+    passed = sum(o.result == "pass" for o in outcomes.values())
+    lines += ["", f"{passed} of {len(combinations())} combinations pass "
+              f"({len(outcomes)} run)."]
+    (out / "matrix.md").write_text("\n".join(lines) + "\n")
+
+
+def run_matrix(name: str, only: list[str], resume: bool) -> Path:
+    flavours = config.load_flavours()
+    wanted = combinations()
+    unknown = [c for c in only if c not in wanted]
+    if unknown:
+        raise UklError(f"not a combination: {', '.join(unknown)}; they are "
+                       f"{', '.join(wanted)}")
+    out = results_dir() / name
+    out.mkdir(parents=True, exist_ok=True)
+    outcomes = _read(out / "matrix.csv") if resume else {}
+    command = "ukl matrix " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "ukl matrix"
+    todo = [c for c in (only or wanted)
+            if not (resume and outcomes.get(c, None) and outcomes[c].result == "pass")]
+    for i, combination in enumerate(todo, 1):
+        flavour = flavour_for(combination, flavours)
+        print(f"ukl: matrix {i}/{len(todo)}: {combination} (as {flavour})", file=sys.stderr)
+        outcomes[combination] = check(combination, flavour)
+        print(f"   [matrix] {combination}: {outcomes[combination].result}", file=sys.stderr)
+        ordered = {c: outcomes[c] for c in wanted if c in outcomes}
+        _write(out, ordered, command)
+    return out
