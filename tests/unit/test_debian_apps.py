@@ -47,6 +47,14 @@ def test_redis_recipe() -> None:
     assert "MALLOC=libc" in rec.make_args
     assert rec.tools == ["src/redis-benchmark", "src/redis-cli"]
     assert rec.args[:2] == ["--protected-mode", "no"] and '""' not in rec.args
+    assert [p.name for p in rec.patches] == ["ukl-shortcuts.patch"]
+    assert all(p.is_file() for p in rec.patches)
+
+
+def test_recipe_patch_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "x.ini").write_text("[build]\npatches = x/missing.patch\n")
+    with pytest.raises(UklError, match="patches entry .*x/missing.patch does not exist"):
+        recipe.load("x", recipes_dir=tmp_path)
 
 
 def test_package_without_recipe_gets_defaults(tmp_path: Path) -> None:
