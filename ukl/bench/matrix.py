@@ -69,7 +69,9 @@ def flavour_for(combination: str, flavours: dict[str, config.Flavour]) -> str:
 def check(combination: str, flavour: str) -> Outcome:
     start = time.monotonic()
     try:
-        img = appbuild.build_image(f"matrix-{flavour}", flavour, [SUITE], InitramfsSpec())
+        # Image names have no '+': ukl+ret+rtc -> matrix-ukl-ret-rtc.
+        img = appbuild.build_image(f"matrix-{flavour.replace('+', '-')}", flavour, [SUITE],
+                                   InitramfsSpec())
     except UklError as e:
         return Outcome(combination, flavour, "no build", time.monotonic() - start, 0.0,
                        e.message.splitlines()[0])
@@ -77,7 +79,8 @@ def check(combination: str, flavour: str) -> Outcome:
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=2, mem="1G",
                            icount=False, gdb=False, append=["UKL_SUITE_ENV=from-cmdline"],
                            program_args=[])
-    outcome = run.run(opts, log_name=f"matrix-{flavour}", timeout=SUITE_TIMEOUT, echo=False)
+    outcome = run.run(opts, log_name=f"matrix-{flavour.replace('+', '-')}",
+                      timeout=SUITE_TIMEOUT, echo=False)
     console = outcome.log.read_text(errors="replace")
     failures = _FAILURES.search(console)
     failed = [line.split("FAIL ", 1)[1] for line in console.splitlines()
