@@ -180,24 +180,10 @@ static long minor_faults(void)
 	return ru.ru_minflt;
 }
 
-static long vmalloc_used_kb(void)
+/* A "Field: N kB" line of a /proc file (meminfo, self/status), or -1. */
+static long proc_kb(const char *path, const char *field)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long kb = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmallocUsed: %ld kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}
-
-/* A line of /proc/self/status in kB (VmPin, ...), or -1. */
-static long status_kb(const char *field)
-{
-	FILE *f = fopen("/proc/self/status", "r");
+	FILE *f = fopen(path, "r");
 	char line[128];
 	long kb = -1;
 
@@ -208,6 +194,16 @@ static long status_kb(const char *field)
 	if (f)
 		fclose(f);
 	return kb;
+}
+
+static long vmalloc_used_kb(void)
+{
+	return proc_kb("/proc/meminfo", "VmallocUsed");
+}
+
+static long status_kb(const char *field)
+{
+	return proc_kb("/proc/self/status", field);
 }
 
 static int mapped_as_pinned(void *p)
