@@ -34,6 +34,16 @@ extern "C" {
 long ukl_set_bypass(int on);
 long ukl_set_run_to_completion(int on);
 
+/* A switch's kernel result (negative errno) in the C library convention. */
+static inline int __ukl_switch_result(long ret)
+{
+	if (ret < 0) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return (int)ret;
+}
+
 /*
  * Turn system call bypass (CONFIG_UKL_BYP) on (1) or off (0) for the calling
  * thread; threads it creates afterwards inherit the setting, exec clears it.
@@ -42,13 +52,7 @@ long ukl_set_run_to_completion(int on);
  */
 static inline int ukl_bypass(int on)
 {
-	long ret = ukl_set_bypass(on);
-
-	if (ret < 0) {
-		errno = (int)-ret;
-		return -1;
-	}
-	return (int)ret;
+	return __ukl_switch_result(ukl_set_bypass(on));
 }
 
 /*
@@ -61,13 +65,7 @@ static inline int ukl_bypass(int on)
  */
 static inline int ukl_run_to_completion(int on)
 {
-	long ret = ukl_set_run_to_completion(on);
-
-	if (ret < 0) {
-		errno = (int)-ret;
-		return -1;
-	}
-	return (int)ret;
+	return __ukl_switch_result(ukl_set_run_to_completion(on));
 }
 
 #define UKL_NR_BASE		0x20000000L
