@@ -41,14 +41,17 @@ sources:
 	$(UKL) series prepare all
 
 # The flavours the tests use, from the same patched tree: stock (every UKL
-# option off), the UKL base model, UKL_BYP, UKL_RET, and RET + BYP with the
-# shortcuts and run-to-completion (kernel/flavours.ini).
+# option off), the UKL base model, UKL_BYP, UKL_RET, RET + BYP with the
+# shortcuts and run-to-completion, and the stack options UKL_PF_DF (instead of
+# the default UKL_PF_SS) and UKL_NSS_PS (kernel/flavours.ini).
 kernel:
 	$(UKL) kernel build stock
 	$(UKL) kernel build ukl
 	$(UKL) kernel build ukl-byp
 	$(UKL) kernel build ukl-ret
 	$(UKL) kernel build ukl-ret-byp
+	$(UKL) kernel build ukl-pf-df
+	$(UKL) kernel build ukl-nss-ps
 
 # UKL glibc, gcc runtime libraries and ukl-cc/ukl-c++ support files.
 toolchain:

@@ -59,6 +59,20 @@ def sc_kernel() -> Path:
     return build.build("ukl-ret-byp")
 
 
+@pytest.fixture(scope="session")
+def pfdf_kernel() -> Path:
+    """UKL_PF_DF instead of the default UKL_PF_SS (flavour ukl-pf-df)."""
+    from ukl.kernel import build
+    return build.build("ukl-pf-df")
+
+
+@pytest.fixture(scope="session")
+def nss_ps_kernel() -> Path:
+    """UKL_NSS_PS: app threads on pinned kernel-half stacks (flavour ukl-nss-ps)."""
+    from ukl.kernel import build
+    return build.build("ukl-nss-ps")
+
+
 def stop_run(runner: subprocess.Popen[str]) -> None:
     """Kill a `ukl run` started with start_new_session=True, QEMU included:
     killing `ukl run` alone would leave QEMU running (and its ports held)."""

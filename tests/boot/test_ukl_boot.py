@@ -11,11 +11,11 @@ import re
 import pytest
 
 from tests.conftest import PROGRAMS, gdb_break_session, stop_run, ukl
+from ukl.bench.matrix import BASE_CHECKS
 
 pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "300"
-CHECKS = ["files", "pipe", "ids", "time", "clocks", "mmap", "malloc", "stack", "threads",
-          "signals", "fork", "efault", "smap", "spawn"]
+CHECKS = list(BASE_CHECKS)
 
 
 def _build(name: str, *args: str) -> str:

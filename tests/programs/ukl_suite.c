@@ -4,8 +4,13 @@
  * check prints "ukl_suite: ok NAME" or "ukl_suite: FAIL NAME: why", and the
  * exit status is the number of failures.
  *
- * Usage: ukl_suite [--bypass] [CHECK...]   (no CHECK: every check)
+ * Usage: ukl_suite [--bypass] [CHECK...]   (no CHECK: every base check)
  *   --bypass   run the checks with UKL_BYP system call bypass on (<ukl.h>)
+ *
+ * The checks of options (pf-df, nss-ps-*) run only when named: they pass
+ * only on kernels with that option.
+ *
+ * ukl_suite --overflow recurses until its stack runs out (for nss-ps-overflow).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/klog.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -406,9 +413,267 @@ static const char *check_efault(void)
 	return NULL;
 }
 
+/* The count of #DF -> #PF reroutes (UKL_PF_DF), or -1 without UKL_PF_DF. */
+static long pf_df_reroutes(void)
+{
+	FILE *f = fopen("/sys/module/ukl/parameters/pf_df_reroutes", "r");
+	long n = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
+static void *touch_thread_stack(void *arg)
+{
+	return (void *)(recurse(64) + (long)arg);
+}
+
+/*
+ * UKL_PF_DF: a page fault in application code pushes its frame onto the
+ * application stack; where that page is missing (stack growth, a new
+ * thread's stack) or read-only (copy on write after fork), the push fails
+ * and the kernel must recognise the double fault as that page fault.
+ */
+static const char *check_pf_df(void)
+{
+	long before = pf_df_reroutes(), after;
+	pthread_t t;
+	void *ret;
+	int status;
+	pid_t pid;
+
+	if (before < 0)
+		return "no /sys/module/ukl/parameters/pf_df_reroutes (UKL_PF_DF off?)";
+	if (!recurse(2048))			/* 2 MiB of new stack */
+		return "recursion";
+	if (pthread_create(&t, NULL, touch_thread_stack, (void *)1) ||
+	    pthread_join(t, &ret) || !ret)
+		return "thread touching its new stack";
+	pid = fork();				/* both stacks become copy on write */
+	if (pid == 0)
+		_exit(recurse(256) ? 0 : 1);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
+		return "fork child touching its stack";
+	if (!recurse(256))
+		return "recursion after fork";
+	after = pf_df_reroutes();
+	printf("ukl_suite: pf_df_reroutes %ld -> %ld\n", before, after);
+	return after > before ? NULL : "no double fault was sent back to #PF";
+}
+
+/*
+ * UKL_NSS_PS: system calls made on a kernel-half (pinned) stack run right
+ * below the caller's frames. Fill the memory there with a pattern, make a
+ * system call and count the bytes the kernel's frames changed: none when
+ * the kernel switches stacks (the libc wrapper and the entry stub use only
+ * the top 128 bytes spared here).
+ */
+static __attribute__((noinline)) long bytes_changed_by_syscall(void)
+{
+	volatile unsigned char *sp = __builtin_frame_address(0);
+	long changed = 0;
+
+	for (long i = 128; i < 8192; i++)
+		sp[-i] = 0xa5;
+	syscall(SYS_getppid);
+	for (long i = 128; i < 8192; i++)
+		changed += sp[-i] != 0xa5;
+	return changed;
+}
+
+static void *stack_address(void *arg)
+{
+	uintptr_t sp;
+
+	(void)arg;
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+	return (void *)sp;
+}
+
+static const char *check_nss_ps_stack(void)
+{
+	volatile char here;
+	long changed = bytes_changed_by_syscall();
+	pthread_t t;
+	void *thread_sp;
+
+	if (pthread_create(&t, NULL, stack_address, NULL) ||
+	    pthread_join(t, &thread_sp))
+		return "pthread";
+	printf("ukl_suite: main stack %p, thread stack %p, getppid changed %ld bytes below the stack pointer\n",
+	       (void *)&here, thread_sp, changed);
+	if ((long)&here >= 0 || (long)thread_sp >= 0)
+		return "a stack is not in the kernel half";
+	return changed > 0 ? NULL : "the kernel did not run on the application stack";
+}
+
+/* Whether the kernel log has a line containing @what. */
+static int kernel_log_has(const char *what)
+{
+	static char log[1 << 17];
+	int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, sizeof(log) - 1);
+
+	if (n < 0)
+		return 0;
+	log[n] = 0;
+	return strstr(log, what) != NULL;
+}
+
+/* fork() from a pinned stack is refused; vfork and posix_spawn work. */
+static const char *check_nss_ps_fork(void)
+{
+	char *argv[] = { "true", NULL };
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	if (pid >= 0 || errno != EBUSY)
+		return "fork did not fail with EBUSY";
+	if (!kernel_log_has("UKL_NSS_PS: fork by pid"))
+		return "no kernel warning for the refused fork";
+	pid = vfork();
+	if (pid == 0)
+		_exit(7);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || WEXITSTATUS(status) != 7)
+		return "vfork";
+	if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, NULL) ||
+	    waitpid(pid, &status, 0) != pid || status != 0)
+		return "posix_spawn /bin/true";
+	return NULL;
+}
+
+static pthread_barrier_t ps_barrier;
+
+static void *wait_at_barrier(void *arg)
+{
+	pthread_barrier_wait(&ps_barrier);
+	return arg;
+}
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long n = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
+static int write_long(const char *path, long n)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f, "%ld\n", n);
+	return fclose(f);
+}
+
+#define PS_MAX "/sys/module/ukl/parameters/ps_max_kb"
+#define PS_USED "/sys/module/ukl/parameters/ps_used_kb"
+#define PS_STACK "/sys/module/ukl/parameters/ps_stack_kb"
+
+/*
+ * Pinned stacks are limited (ukl.ps_max_kb): with room for two more,
+ * the third new thread fails with EAGAIN; the room comes back once
+ * threads are gone.
+ */
+static const char *check_nss_ps_limit(void)
+{
+	long max = read_long(PS_MAX), kb = read_long(PS_STACK);
+	pthread_t t[3];
+	const char *why = NULL;
+	int made = 0, err = 0;
+
+	if (max < 0 || kb <= 0)
+		return "no " PS_MAX " or " PS_STACK;
+	/* Earlier threads' stacks go when they are reaped: only main's left. */
+	for (int tries = 0; read_long(PS_USED) != kb; tries++) {
+		if (tries == 100)
+			return "stacks of joined threads were not freed";
+		usleep(10000);
+	}
+	if (write_long(PS_MAX, 3 * kb))
+		return "writing " PS_MAX;
+	pthread_barrier_init(&ps_barrier, NULL, 3);
+	for (int i = 0; i < 3; i++) {
+		err = pthread_create(&t[made], NULL, wait_at_barrier, NULL);
+		if (err)
+			break;
+		made++;
+	}
+	printf("ukl_suite: %d of 3 threads created, then error %d\n", made, err);
+	if (made != 2 || err != EAGAIN)
+		why = "not exactly two new threads before EAGAIN";
+	else if (!kernel_log_has("UKL_NSS_PS: no pinned stack"))
+		why = "no kernel warning for the refused thread";
+	pthread_barrier_wait(&ps_barrier);
+	for (int i = 0; i < made; i++)
+		pthread_join(t[i], NULL);
+	/* Freed when the threads are reaped (after an RCU grace period). */
+	for (int tries = 0; !why && tries < 100; tries++) {
+		pthread_barrier_destroy(&ps_barrier);
+		pthread_barrier_init(&ps_barrier, NULL, 1);
+		if (!pthread_create(&t[0], NULL, wait_at_barrier, NULL)) {
+			pthread_join(t[0], NULL);
+			break;
+		}
+		if (tries == 99)
+			why = "no room for a thread after the others were joined";
+		usleep(10000);
+	}
+	write_long(PS_MAX, max);
+	pthread_barrier_destroy(&ps_barrier);
+	return why;
+}
+
+static __attribute__((noinline)) unsigned long overflow(unsigned long depth)
+{
+	volatile unsigned char frame[1024];
+
+	frame[0] = (unsigned char)depth;
+	if (depth == ~0UL)		/* never: the stack runs out first */
+		return 0;
+	return overflow(depth + 1) + frame[0];
+}
+
+/*
+ * A fixed-size stack that overflows hits its guard page: the application
+ * dies of SIGSEGV and the kernel lives (the child is a second instance of
+ * this program, started with posix_spawn("/UKL")).
+ */
+static const char *check_nss_ps_overflow(void)
+{
+	char *argv[] = { "/UKL", "--overflow", NULL };
+	int status;
+	pid_t pid;
+
+	if (posix_spawn(&pid, "/UKL", NULL, NULL, argv, NULL))
+		return "posix_spawn /UKL";
+	if (waitpid(pid, &status, 0) != pid)
+		return "waitpid";
+	printf("ukl_suite: overflowing child: %s %d\n",
+	       WIFSIGNALED(status) ? "signal" : "status",
+	       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV ?
+	       NULL : "the child did not die of SIGSEGV";
+}
+
 struct check {
 	const char *name;
 	const char *(*run)(void);
+	int named_only;		/* run only when named on the command line */
 };
 
 static const struct check checks[] = {
@@ -420,12 +685,19 @@ static const struct check checks[] = {
 	{ "signals", check_signals },	{ "fork", check_fork },
 	{ "efault", check_efault },	{ "smap", check_smap },
 	{ "spawn", check_spawn },
+	{ "pf-df", check_pf_df, 1 },
+	{ "nss-ps-stack", check_nss_ps_stack, 1 },
+	{ "nss-ps-fork", check_nss_ps_fork, 1 },
+	{ "nss-ps-limit", check_nss_ps_limit, 1 },
+	{ "nss-ps-overflow", check_nss_ps_overflow, 1 },
 };
 
-static int wanted(const char *name, int argc, char **argv, int first)
+static int wanted(const struct check *c, int argc, char **argv, int first)
 {
+	const char *name = c->name;
+
 	if (argc <= first)
-		return 1;
+		return !c->named_only;
 	for (int i = first; i < argc; i++)
 		if (!strcmp(argv[i], name))
 			return 1;
@@ -448,6 +720,8 @@ int main(int argc, char **argv)
 	const char *env = getenv("UKL_SUITE_ENV");
 	int first = 1;
 
+	if (argc == 2 && !strcmp(argv[1], "--overflow"))
+		return (int)overflow(0);
 	printf("ukl_suite: cpl=%u argc=%d argv0=%s env=%s\n", cpl(), argc,
 	       argv[0], env ? env : "(unset)");
 	if (argc > 1 && !strcmp(argv[1], "--bypass")) {
@@ -459,7 +733,7 @@ int main(int argc, char **argv)
 		first = 2;
 	}
 	for (unsigned int i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
-		if (wanted(checks[i].name, argc, argv, first))
+		if (wanted(&checks[i], argc, argv, first))
 			report(checks[i].name, checks[i].run());
 	printf("ukl_suite: %d failure(s)\n", failures);
 	return failures;

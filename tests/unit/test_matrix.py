@@ -18,6 +18,22 @@ def test_every_subset_of_the_options_once() -> None:
         assert (config.CONFIGS_DIR / f"{option}.config").is_file()
 
 
+def test_suite_checks_follow_the_stack_options() -> None:
+    assert matrix.suite_checks("ukl") == list(matrix.BASE_CHECKS)
+    assert matrix.suite_checks("ukl+byp+ret") == list(matrix.BASE_CHECKS)
+    pfdf = matrix.suite_checks("ukl+rtc+pf_df")
+    assert pfdf == [*matrix.BASE_CHECKS, "pf-df"]
+    ps = matrix.suite_checks("ukl+pf_df+nss_ps")
+    assert "stack" not in ps and "fork" not in ps and "pf-df" not in ps
+    assert ps[-4:] == ["nss-ps-stack", "nss-ps-fork", "nss-ps-limit", "nss-ps-overflow"]
+
+
+def test_suite_checks_exist_in_the_suite_program() -> None:
+    source = matrix.SUITE.read_text()
+    for check in {*matrix.BASE_CHECKS, *(c for cs in matrix.OPTION_CHECKS.values() for c in cs)}:
+        assert f'{{ "{check}", check_' in source, check
+
+
 def test_composed_flavour_adds_option_fragments() -> None:
     flavour = config.get_flavour("ukl+ret+rtc")
     names = [f.name for f in flavour.fragments]
@@ -31,6 +47,8 @@ def test_combination_with_a_named_flavours_fragments_builds_as_it() -> None:
     assert matrix.flavour_for("ukl+byp", flavours) == "ukl-byp"
     assert matrix.flavour_for("ukl+byp+ret+shortcuts+rtc", flavours) == "ukl-ret-byp"
     assert matrix.flavour_for("ukl+rtc", flavours) == "ukl+rtc"
+    assert matrix.flavour_for("ukl+pf_df", flavours) == "ukl-pf-df"
+    assert matrix.flavour_for("ukl+nss_ps", flavours) == "ukl-nss-ps"
 
 
 @pytest.mark.parametrize("name, message", [
@@ -47,3 +65,10 @@ def test_unknown_combination_is_refused(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("UKL_RESULTS_DIR", str(tmp_path))
     with pytest.raises(UklError, match="not a combination: ukl\\+fast"):
         matrix.run_matrix("m", ["ukl+fast"], resume=False)
+
+
+def test_bench_skips_only_what_an_option_forbids() -> None:
+    nss_ps = config.get_flavour("ukl-nss-ps")
+    assert config.ruled_out_bench_groups(nss_ps) == ("stack-fault", "fork")
+    for name in ("stock", "ukl", "ukl-ret-byp", "ukl-pf-df"):
+        assert config.ruled_out_bench_groups(config.get_flavour(name)) == ()

@@ -10,7 +10,10 @@ is already warm. Kconfig refusing a combination is a result too (the build
 fails naming the option that did not stick).
 
 Each combination's kernel links tests/programs/ukl_suite.c and boots on two
-CPUs; it passes when every check of the suite passes. Results go to
+CPUs; it passes when every check of suite_checks(combination) passes: the
+base-model checks plus the checks of the stack options it has (pf-df,
+nss-ps-*), minus the base checks an option rules out by design (with
+UKL_NSS_PS: a 7.5 MiB recursion on a fixed-size stack, fork from it). Results go to
 results/NAME/: matrix.csv and matrix.md, rewritten after every combination,
 so a long run can be resumed (--resume skips combinations that passed).
 """
@@ -32,7 +35,17 @@ from ukl.image.initramfs import InitramfsSpec
 from ukl.kernel import config
 from ukl.runner import qemu, run
 
-OPTIONS = ("byp", "ret", "shortcuts", "rtc")
+OPTIONS = ("byp", "ret", "shortcuts", "rtc", "pf_df", "nss_ps")
+# The base-model checks of tests/programs/ukl_suite.c.
+BASE_CHECKS = ("files", "pipe", "ids", "time", "clocks", "mmap", "malloc", "stack",
+               "threads", "signals", "fork", "efault", "smap", "spawn")
+# Per option: the checks it adds, and the checks its restrictions rule out
+# by design (its own checks show the enforced restriction instead).
+OPTION_CHECKS = {"pf_df": ("pf-df",),
+                 "nss_ps": ("nss-ps-stack", "nss-ps-fork", "nss-ps-limit", "nss-ps-overflow")}
+# NSS_PS: fixed-size pinned stacks do not grow (7.5 MiB recursion, and the
+# stack growth pf-df needs), and fork from them is refused.
+OPTION_DROPS = {"nss_ps": ("stack", "fork", "pf-df")}
 SUITE = paths.REPO_ROOT / "tests" / "programs" / "ukl_suite.c"
 SUITE_TIMEOUT = 900.0
 FIELDS = ("combination", "flavour", "result", "build_s", "suite_s", "detail")
@@ -66,6 +79,14 @@ def flavour_for(combination: str, flavours: dict[str, config.Flavour]) -> str:
     return combination
 
 
+def suite_checks(combination: str) -> list[str]:
+    """The ukl_suite checks a combination must pass."""
+    options = combination.split("+")[1:]
+    dropped = {c for opt in options for c in OPTION_DROPS.get(opt, ())}
+    checks = [*BASE_CHECKS, *(c for opt in options for c in OPTION_CHECKS.get(opt, ()))]
+    return [c for c in checks if c not in dropped]
+
+
 def check(combination: str, flavour: str) -> Outcome:
     start = time.monotonic()
     try:
@@ -78,7 +99,7 @@ def check(combination: str, flavour: str) -> Outcome:
     built = time.monotonic()
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=2, mem="1G",
                            icount=False, gdb=False, append=["UKL_SUITE_ENV=from-cmdline"],
-                           program_args=[])
+                           program_args=suite_checks(combination))
     outcome = run.run(opts, log_name=f"matrix-{flavour.replace('+', '-')}",
                       timeout=SUITE_TIMEOUT, echo=False)
     console = outcome.log.read_text(errors="replace")

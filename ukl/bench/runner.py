@@ -56,10 +56,18 @@ def _progress(config_name: str, log: Path, total: int, done: threading.Event) ->
 
 
 def run_config(flavour: str, quick: bool, groups: list[str]) -> list[report.Row]:
+    flav = config.get_flavour(flavour)
+    ruled_out = config.ruled_out_bench_groups(flav)
+    if ruled_out:
+        # Reported as n/a: what the option forbids is not a measurement.
+        groups = [g for g in (groups or GROUP_LINES) if g not in ruled_out]
+        print(f"ukl: {flavour} skips {', '.join(ruled_out)} (ruled out by its options)",
+              file=sys.stderr)
+        if not groups:
+            return []
     img = appbuild.build_image(f"bench-{flavour}", flavour, [LEBENCH], InitramfsSpec())
     # A bypass flavour is measured with bypass on: that is what it is for.
     # Likewise a shortcut flavour sends TCP through its shortcuts.
-    flav = config.get_flavour(flavour)
     args = (["--bypass"] if config.has_bypass(flav) else [])
     args += (["--shortcuts"] if config.has_shortcuts(flav) else [])
     args += (["--quick"] if quick else []) + groups

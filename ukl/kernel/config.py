@@ -122,6 +122,15 @@ def has_shortcuts(flavour: Flavour) -> bool:
     return is_ukl(flavour) and merged_options(flavour).get("CONFIG_UKL_SHORTCUTS") == "y"
 
 
+def ruled_out_bench_groups(flavour: Flavour) -> tuple[str, ...]:
+    """Benchmark groups a flavour's restrictions forbid by design: with
+    UKL_NSS_PS the app's stacks are fixed and pinned (no stack growth) and
+    fork from them is refused."""
+    if is_ukl(flavour) and merged_options(flavour).get("CONFIG_UKL_NSS_PS") == "y":
+        return ("stack-fault", "fork")
+    return ()
+
+
 def ukl_exec_name(flavour: Flavour) -> str:
     """The path whose exec starts the linked application (Kconfig default /UKL)."""
     return merged_options(flavour).get("CONFIG_UNIKERNEL_LINUX_EXEC_NAME", "/UKL").strip('"')

@@ -1,0 +1,80 @@
+"""Boot tests: the stack options, under QEMU TCG. UKL_PF_SS / UKL_PF_DF (how
+a page fault whose frame cannot go on the application stack is survived) and
+UKL_NSS_PS (app threads on pinned kernel-half stacks, system calls on them
+without a stack switch, its restrictions enforced)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.boot.test_ukl_boot import CHECKS, _assert_checks_pass, _build, _run
+from tests.conftest import PROGRAMS
+from ukl.bench.matrix import suite_checks
+
+pytestmark = pytest.mark.boot
+
+SUITE = str(PROGRAMS / "ukl_suite.c")
+
+
+@pytest.fixture(scope="module")
+def suite_pfdf(pfdf_kernel) -> str:  # noqa: ANN001 - fixture
+    return _build("t-pfdf-suite", SUITE, "--kernel", "ukl-pf-df")
+
+
+@pytest.fixture(scope="module")
+def suite_nss_ps(nss_ps_kernel) -> str:  # noqa: ANN001 - fixture
+    return _build("t-nss-ps-suite", SUITE, "--kernel", "ukl-nss-ps")
+
+
+@pytest.fixture(scope="module")
+def suite_base(ukl_kernel) -> str:  # noqa: ANN001 - fixture
+    return _build("t-ukl-suite", SUITE)
+
+
+def test_pf_df_base_model_suite_and_reroutes(suite_pfdf: str) -> None:
+    # Stack growth (7.5 MiB recursion, new thread stacks) and copy on write
+    # after fork all fault with the frame push failing: each must come back
+    # from #DF as the page fault it is, on 2 CPUs with 8 threads.
+    rc, out = _run(suite_pfdf, *CHECKS, "pf-df", smp=2)
+    assert "ukl_suite: cpl=0" in out, out
+    _assert_checks_pass(out, [*CHECKS, "pf-df"])
+    m = re.search(r"pf_df_reroutes (\d+) -> (\d+)", out)
+    assert m and int(m.group(2)) > int(m.group(1)) > 0, out
+    assert rc == 0, out
+
+
+def test_pf_ss_is_the_default_and_has_no_reroutes(suite_base: str) -> None:
+    # The base model uses UKL_PF_SS: no #DF route exists to count.
+    # Stack growth works there too (the #PF IST stack), and the pf-df
+    # check can fail.
+    rc, out = _run(suite_base, "stack", "pf-df")
+    assert "ukl_suite: ok stack\n" in out, out
+    assert "FAIL pf-df: no /sys/module/ukl/parameters/pf_df_reroutes" in out, out
+    assert rc == 1, out
+
+
+def test_nss_ps_suite_and_restrictions(suite_nss_ps: str) -> None:
+    # The base-model suite on 2 CPUs, without the 7.5 MiB recursion and the
+    # fork a fixed-size pinned stack rules out, plus: both stacks in the
+    # kernel half with kernel frames below the stack pointer after getppid;
+    # fork refused with EBUSY and a warning while vfork and posix_spawn
+    # work; thread creation beyond ukl.ps_max_kb fails with EAGAIN; an
+    # overflowing app dies of SIGSEGV while the kernel goes on.
+    checks = suite_checks("ukl+nss_ps")
+    rc, out = _run(suite_nss_ps, *checks, smp=2)
+    assert "ukl_suite: cpl=0" in out, out
+    _assert_checks_pass(out, checks)
+    m = re.search(r"getppid changed (\d+) bytes below the stack pointer", out)
+    assert m and int(m.group(1)) > 0, out
+    assert "2 of 3 threads created, then error 11" in out, out
+    assert "overflowing child: signal 11" in out, out
+    assert rc == 0, out
+
+
+def test_base_model_switches_stacks_for_system_calls(suite_base: str) -> None:
+    # The nss-ps-stack check can fail: the base model's stacks are in the
+    # user half and no kernel frame lands below the stack pointer.
+    rc, out = _run(suite_base, "nss-ps-stack")
+    assert "getppid changed 0 bytes below the stack pointer" in out, out
+    assert "FAIL nss-ps-stack" in out and rc == 1, out
