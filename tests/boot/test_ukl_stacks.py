@@ -57,24 +57,30 @@ def test_pf_ss_is_the_default_and_has_no_reroutes(suite_base: str) -> None:
 def test_nss_ps_suite_and_restrictions(suite_nss_ps: str) -> None:
     # The base-model suite on 2 CPUs, without the 7.5 MiB recursion and the
     # fork a fixed-size pinned stack rules out, plus: both stacks in the
-    # kernel half with kernel frames below the stack pointer after getppid;
+    # kernel half with kernel frames below the stack pointer after a sleep;
     # fork refused with EBUSY and a warning while vfork and posix_spawn
-    # work; thread creation beyond ukl.ps_max_kb fails with EAGAIN; an
-    # overflowing app dies of SIGSEGV while the kernel goes on.
+    # work; thread creation beyond ukl.ps_max_kb fails with EAGAIN.
     checks = suite_checks("ukl+nss_ps")
     rc, out = _run(suite_nss_ps, *checks, smp=2)
     assert "ukl_suite: cpl=0" in out, out
     _assert_checks_pass(out, checks)
-    m = re.search(r"getppid changed (\d+) bytes below the stack pointer", out)
+    m = re.search(r"a 1 us sleep changed (\d+) bytes below the stack pointer", out)
     assert m and int(m.group(1)) > 0, out
     assert "2 of 3 threads created, then error 11" in out, out
-    assert "overflowing child: signal 11" in out, out
     assert rc == 0, out
+
+
+def test_nss_ps_stack_overflow_kills_the_app_not_the_kernel(suite_nss_ps: str) -> None:
+    # 1 KiB frames until the fixed 256 KiB stack runs out: the guard page
+    # turns it into SIGSEGV for the app (status 128 + 11 reaches init).
+    rc, out = _run(suite_nss_ps, "--overflow")
+    assert "ukl-init: exit status 139" in out, out
+    assert "Kernel panic" not in out and "Oops" not in out, out
 
 
 def test_base_model_switches_stacks_for_system_calls(suite_base: str) -> None:
     # The nss-ps-stack check can fail: the base model's stacks are in the
     # user half and no kernel frame lands below the stack pointer.
     rc, out = _run(suite_base, "nss-ps-stack")
-    assert "getppid changed 0 bytes below the stack pointer" in out, out
+    assert "a 1 us sleep changed 0 bytes below the stack pointer" in out, out
     assert "FAIL nss-ps-stack" in out and rc == 1, out

@@ -25,7 +25,7 @@ def test_suite_checks_follow_the_stack_options() -> None:
     assert pfdf == [*matrix.BASE_CHECKS, "pf-df"]
     ps = matrix.suite_checks("ukl+pf_df+nss_ps")
     assert "stack" not in ps and "fork" not in ps and "pf-df" not in ps
-    assert ps[-4:] == ["nss-ps-stack", "nss-ps-fork", "nss-ps-limit", "nss-ps-overflow"]
+    assert ps[-3:] == ["nss-ps-stack", "nss-ps-fork", "nss-ps-limit"]
 
 
 def test_suite_checks_exist_in_the_suite_program() -> None:

@@ -42,7 +42,7 @@ BASE_CHECKS = ("files", "pipe", "ids", "time", "clocks", "mmap", "malloc", "stac
 # Per option: the checks it adds, and the checks its restrictions rule out
 # by design (its own checks show the enforced restriction instead).
 OPTION_CHECKS = {"pf_df": ("pf-df",),
-                 "nss_ps": ("nss-ps-stack", "nss-ps-fork", "nss-ps-limit", "nss-ps-overflow")}
+                 "nss_ps": ("nss-ps-stack", "nss-ps-fork", "nss-ps-limit")}
 # NSS_PS: fixed-size pinned stacks do not grow (7.5 MiB recursion, and the
 # stack growth pf-df needs), and fork from them is refused.
 OPTION_DROPS = {"nss_ps": ("stack", "fork", "pf-df")}
