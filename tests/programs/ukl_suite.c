@@ -477,7 +477,7 @@ static const char *check_pf_df(void)
 static __attribute__((noinline)) long bytes_changed_by_syscall(void)
 {
 	volatile unsigned char *sp = __builtin_frame_address(0);
-	struct timespec us = { 0, 1000 };
+	static const struct timespec us = { 0, 1000 };
 	long changed = 0;
 
 	for (long i = 48; i < 8192; i++)
