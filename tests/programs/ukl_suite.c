@@ -414,10 +414,10 @@ static const char *check_efault(void)
 	return NULL;
 }
 
-/* The count of #DF -> #PF reroutes (UKL_PF_DF), or -1 without UKL_PF_DF. */
-static long pf_df_reroutes(void)
+/* A number read from a one-line file, or -1. */
+static long read_long(const char *path)
 {
-	FILE *f = fopen("/sys/module/ukl/parameters/pf_df_reroutes", "r");
+	FILE *f = fopen(path, "r");
 	long n = -1;
 
 	if (f) {
@@ -426,6 +426,12 @@ static long pf_df_reroutes(void)
 		fclose(f);
 	}
 	return n;
+}
+
+/* The count of #DF -> #PF reroutes (UKL_PF_DF), or -1 without UKL_PF_DF. */
+static long pf_df_reroutes(void)
+{
+	return read_long("/sys/module/ukl/parameters/pf_df_reroutes");
 }
 
 static void *touch_thread_stack(void *arg)
@@ -558,19 +564,6 @@ static void *wait_at_barrier(void *arg)
 {
 	pthread_barrier_wait(&ps_barrier);
 	return arg;
-}
-
-static long read_long(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	long n = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &n) != 1)
-			n = -1;
-		fclose(f);
-	}
-	return n;
 }
 
 static int write_long(const char *path, long n)
