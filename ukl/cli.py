@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="LEBench-style microbenchmarks: every config, one run, "
                        "instruction counts under icount -> results/NAME/")
     p.add_argument("groups", nargs="*", metavar="GROUP",
-                   help="benchmark groups (default all): floor file pipe udp unix "
+                   help="benchmark groups (default all): floor file pipe udp unix tcp "
                    "page-fault stack-fault thread fork")
     p.add_argument("--name", default="latest", help="results/NAME (default: latest)")
     p.add_argument("--configs", default="stock,ukl", metavar="A,B",
