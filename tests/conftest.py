@@ -67,6 +67,13 @@ def pfdf_kernel() -> Path:
 
 
 @pytest.fixture(scope="session")
+def nss_kernel() -> Path:
+    """UKL_NSS: system calls on the app's own stack (flavour ukl-nss)."""
+    from ukl.kernel import build
+    return build.build("ukl-nss")
+
+
+@pytest.fixture(scope="session")
 def nss_ps_kernel() -> Path:
     """UKL_NSS_PS: app threads on pinned kernel-half stacks (flavour ukl-nss-ps)."""
     from ukl.kernel import build

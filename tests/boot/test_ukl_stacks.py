@@ -1,7 +1,8 @@
 """Boot tests: the stack options, under QEMU TCG. UKL_PF_SS / UKL_PF_DF (how
 a page fault whose frame cannot go on the application stack is survived) and
 UKL_NSS_PS (app threads on pinned kernel-half stacks, system calls on them
-without a stack switch, its restrictions enforced)."""
+without a stack switch, its restrictions enforced) and UKL_NSS (system calls
+on the app's own user-half stack; the app's address space the only one)."""
 from __future__ import annotations
 
 import re
@@ -25,6 +26,11 @@ def suite_pfdf(pfdf_kernel) -> str:  # noqa: ANN001 - fixture
 @pytest.fixture(scope="module")
 def suite_nss_ps(nss_ps_kernel) -> str:  # noqa: ANN001 - fixture
     return _build("t-nss-ps-suite", SUITE, "--kernel", "ukl-nss-ps")
+
+
+@pytest.fixture(scope="module")
+def suite_nss(nss_kernel) -> str:  # noqa: ANN001 - fixture
+    return _build("t-nss-suite", SUITE, "--kernel", "ukl-nss")
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +90,40 @@ def test_base_model_switches_stacks_for_system_calls(suite_base: str) -> None:
     rc, out = _run(suite_base, "nss-ps-stack")
     assert "a 1 us sleep changed 0 bytes below the stack pointer" in out, out
     assert "FAIL nss-ps-stack" in out and rc == 1, out
+
+
+def test_nss_suite_and_restrictions(suite_nss: str) -> None:
+    # The program replaces init (its status comes from the kernel's "kill
+    # init" panic). The base-model suite on 2 CPUs without fork, other
+    # programs and SMAP, plus: kernel frames below the stack pointer of the
+    # main thread and of a thread (user half), none on the alternate signal
+    # stack (the call takes the task stack there); a timer interrupt on
+    # another CPU in init_mm waking a read on the app's stack, then on a
+    # thread stack alone in a 512 GiB slot whose copy init_mm drops once
+    # the stack is unmapped; fork, the exec of
+    # /bin/true and of a second app refused with EBUSY and warnings.
+    checks = suite_checks("ukl+nss")
+    rc, out = _run(suite_nss, *checks, smp=2)
+    assert "ukl-init: UKL_NSS: /UKL replaces init" in out, out
+    assert "ukl_suite: cpl=0" in out, out
+    _assert_checks_pass(out, checks)
+    m = re.search(r"changed (\d+) bytes below the stack pointer, (\d+) in a thread, "
+                  r"(-?\d+) on the signal stack \(fewest of up to 8 tries\); cr4.smap=0", out)
+    assert m and int(m.group(1)) > 0 and int(m.group(2)) > 0 and m.group(3) == "0", out
+    m = re.search(r"nss_pgd_syncs (\d+) before, (\d+) after, (\d+) after the far stack; "
+                  r"nss_pgd_drops (\d+) -> (\d+)", out)
+    assert m, out
+    syncs0, syncs1, syncs2, drops0, drops2 = map(int, m.groups())
+    assert 0 < syncs1 < syncs2 and drops2 > drops0, out
+    assert "posix_spawn /bin/true: error 16" in out, out
+    assert "Oops" not in out and "BUG:" not in out, out
+    assert rc == 0, out
+
+
+def test_nss_app_killed_by_a_signal_reports_it(suite_nss: str) -> None:
+    # 1 KiB frames until the 8 MiB stack limit: SIGSEGV kills the app, which
+    # is init, and the host still gets 128 + 11.
+    rc, out = _run(suite_nss, "--overflow")
+    assert "Attempted to kill init! exitcode=0x0000000b" in out, out
+    assert "Oops" not in out, out
+    assert rc == 139, out

@@ -7,8 +7,8 @@
  * Usage: ukl_suite [--bypass] [CHECK...]   (no CHECK: every base check)
  *   --bypass   run the checks with UKL_BYP system call bypass on (<ukl.h>)
  *
- * The checks of options (pf-df, nss-ps-*) run only when named: they pass
- * only on kernels with that option.
+ * The checks of options (pf-df, nss-*, nss-ps-*) run only when named: they
+ * pass only on kernels with that option.
  *
  * ukl_suite --overflow recurses until its stack runs out: with UKL_NSS_PS it
  * must die of SIGSEGV on its fixed-size stack while the kernel goes on.
@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -132,9 +133,12 @@ static const char *check_pipe(void)
 	return NULL;
 }
 
+/* Run by init (pid 1), or, on a UKL_NSS kernel, init itself (ppid 0). */
 static const char *check_ids(void)
 {
-	if (getpid() <= 1 || getppid() < 1)
+	pid_t pid = getpid(), ppid = getppid();
+
+	if (pid < 1 || ppid < 0 || (pid == 1) != (ppid == 0))
 		return "getpid/getppid";
 	if (syscall(SYS_getpid) != getpid())
 		return "syscall(SYS_getpid)";
@@ -533,9 +537,12 @@ static int kernel_log_has(const char *what)
 }
 
 /* fork() from a pinned stack is refused; vfork and posix_spawn work. */
-static const char *check_nss_ps_fork(void)
+/*
+ * fork() fails with EBUSY and the kernel logs @warning; vfork() works.
+ * Returns NULL or what went wrong.
+ */
+static const char *fork_refused_vfork_works(const char *warning)
 {
-	char *argv[] = { "true", NULL };
 	int status;
 	pid_t pid = fork();
 
@@ -545,13 +552,25 @@ static const char *check_nss_ps_fork(void)
 		waitpid(pid, &status, 0);
 	if (pid >= 0 || errno != EBUSY)
 		return "fork did not fail with EBUSY";
-	if (!kernel_log_has("UKL_NSS_PS: fork by pid"))
+	if (!kernel_log_has(warning))
 		return "no kernel warning for the refused fork";
 	pid = vfork();
 	if (pid == 0)
 		_exit(7);
 	if (pid < 0 || waitpid(pid, &status, 0) != pid || WEXITSTATUS(status) != 7)
 		return "vfork";
+	return NULL;
+}
+
+static const char *check_nss_ps_fork(void)
+{
+	char *argv[] = { "true", NULL };
+	const char *why = fork_refused_vfork_works("UKL_NSS_PS: fork by pid");
+	int status;
+	pid_t pid;
+
+	if (why)
+		return why;
 	if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, NULL) ||
 	    waitpid(pid, &status, 0) != pid || status != 0)
 		return "posix_spawn /bin/true";
@@ -634,6 +653,230 @@ static const char *check_nss_ps_limit(void)
 	return why;
 }
 
+static void *bytes_changed_in_thread(void *arg)
+{
+	(void)arg;
+	return (void *)bytes_changed_by_syscall();
+}
+
+static volatile long changed_on_altstack = -1;
+
+static void measure_on_altstack(int sig)
+{
+	(void)sig;
+	changed_on_altstack = bytes_changed_by_syscall();
+}
+
+/*
+ * A system call from a handler on an alternate signal stack: the stack is
+ * the upper half of an area of ours, so the 8 KiB the measurement marks
+ * below the handler's stack pointer stay inside it.
+ */
+static long bytes_changed_on_altstack(void)
+{
+	static char area[32 << 10] __attribute__((aligned(16)));
+	stack_t ss = { .ss_sp = area + sizeof(area) / 2, .ss_size = sizeof(area) / 2 };
+	stack_t old;
+	struct sigaction sa = { .sa_handler = measure_on_altstack, .sa_flags = SA_ONSTACK };
+
+	if (sigaltstack(&ss, &old) || sigaction(SIGUSR2, &sa, NULL))
+		return -1;
+	raise(SIGUSR2);
+	signal(SIGUSR2, SIG_DFL);
+	sigaltstack(&old, NULL);
+	return changed_on_altstack;
+}
+
+/*
+ * The app runs at CPL0, so an interrupt taken while the handler runs has
+ * its frame pushed by the CPU onto the signal stack, whatever the system
+ * call does (CI saw 216 bytes once). A system call that ran there would
+ * change the stack every time; an interrupt cannot land in every one of a
+ * few short windows, so the fewest bytes changed over several tries is
+ * what the system call itself did.
+ */
+static long fewest_bytes_changed_on_altstack(void)
+{
+	long fewest = -1;
+
+	for (int try = 0; try < 8 && fewest != 0; try++) {
+		long changed = bytes_changed_on_altstack();
+
+		if (changed < 0)
+			return changed;
+		if (fewest < 0 || changed < fewest)
+			fewest = changed;
+	}
+	return fewest;
+}
+
+/*
+ * UKL_NSS: system calls run on the application's own stacks, in the user
+ * half, main thread and threads alike, but not on the alternate signal
+ * stack (small, with other data below it); SMAP is off.
+ */
+static const char *check_nss_stack(void)
+{
+	volatile char here;
+	long changed = bytes_changed_by_syscall(), on_altstack;
+	unsigned long cr4 = 0;
+	void *in_thread;
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, bytes_changed_in_thread, NULL) ||
+	    pthread_join(t, &in_thread))
+		return "pthread";
+	on_altstack = fewest_bytes_changed_on_altstack();
+	if (cpl() == 0)
+		__asm__ volatile("mov %%cr4, %0" : "=r"(cr4));
+	printf("ukl_suite: main stack %p; a 1 us sleep changed %ld bytes below the stack pointer, %ld in a thread, %ld on the signal stack (fewest of up to 8 tries); cr4.smap=%lu\n",
+	       (void *)&here, changed, (long)in_thread, on_altstack, (cr4 >> 21) & 1);
+	if ((long)&here < 0)
+		return "the main stack is not in the user half";
+	if (changed <= 0 || (long)in_thread <= 0)
+		return "the kernel did not run on the application stack";
+	if (on_altstack != 0)
+		return "the kernel ran on the alternate signal stack";
+	return (cr4 >> 21) & 1 ? "SMAP is on" : NULL;
+}
+
+#define NSS_SYNCS "/sys/module/ukl/parameters/nss_pgd_syncs"
+#define NSS_DROPS "/sys/module/ukl/parameters/nss_pgd_drops"
+
+/*
+ * Send a lazy CPU back to init_mm: unmapping page tables makes every CPU
+ * that still has this address space loaded but idle switch to init_mm.
+ */
+static int free_some_page_tables(void)
+{
+	size_t len = 4 << 20;	/* at least one whole page table */
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -1;
+	for (size_t i = 0; i < len; i += 4096)
+		p[i] = 1;
+	return munmap(p, len);
+}
+
+static int run_on_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+/*
+ * Have an interrupt on CPU 1, in init_mm, wake a wait-queue entry on the
+ * calling thread's stack: arm a timer on CPU 1 (hrtimers fire where they
+ * were armed), move to CPU 0, send the idle CPU 1 back to init_mm, and
+ * block reading the timerfd (the entry lies in that read's frames).
+ */
+static void *woken_from_cpu1(void *arg)
+{
+	/* Long enough for the unmapping to finish first, even under TCG. */
+	struct itimerspec in_1s = { .it_value = { 1, 0 } };
+	uint64_t ticks = 0;
+	int fd = -1;
+
+	(void)arg;
+	if (!run_on_cpu(1)) {
+		fd = timerfd_create(CLOCK_MONOTONIC, 0);
+		if (fd >= 0 && timerfd_settime(fd, 0, &in_1s, NULL))
+			close(fd), fd = -1;
+	}
+	if (fd < 0 || run_on_cpu(0) || free_some_page_tables() ||
+	    read(fd, &ticks, sizeof(ticks)) != sizeof(ticks))
+		ticks = 0;
+	if (fd >= 0)
+		close(fd);
+	return (void *)(long)ticks;
+}
+
+/*
+ * UKL_NSS: kernel code on another CPU, in init_mm, uses objects on the
+ * application's stacks: a timer interrupt on CPU 1 wakes a read() whose
+ * wait entry lies on the reader's stack. Without init_mm's view of the
+ * application's memory that oopses; with it, nss_pgd_syncs counts the
+ * copied top-level entry. Then the same from a thread whose stack is alone
+ * in a 512 GiB slot (its own top-level entry, copied in turn): unmapping
+ * that stack frees the slot's tables, and init_mm's copy must go with
+ * them (nss_pgd_drops).
+ */
+static const char *check_nss_mirror(void)
+{
+	long syncs0 = read_long(NSS_SYNCS), drops0 = read_long(NSS_DROPS);
+	long syncs1, syncs2, drops2, woken, far_woken = 0;
+	size_t far_len = 1 << 20;
+	void *far = (void *)(32UL << 39);
+	pthread_attr_t attr;
+	cpu_set_t all;
+	pthread_t t;
+
+	if (syncs0 < 0 || drops0 < 0)
+		return "no " NSS_SYNCS " or " NSS_DROPS;
+	if (sched_getaffinity(0, sizeof(all), &all))
+		return "sched_getaffinity";
+	woken = (long)woken_from_cpu1(NULL);
+	syncs1 = read_long(NSS_SYNCS);
+	far = mmap(far, far_len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (far == MAP_FAILED)
+		return "mmap of a stack at 16 TiB";
+	pthread_attr_init(&attr);
+	if (pthread_attr_setstack(&attr, far, far_len) ||
+	    pthread_create(&t, &attr, woken_from_cpu1, NULL) ||
+	    pthread_join(t, (void **)&far_woken))
+		return "thread on the far stack";
+	pthread_attr_destroy(&attr);
+	syncs2 = read_long(NSS_SYNCS);
+	munmap(far, far_len);
+	drops2 = read_long(NSS_DROPS);
+	sched_setaffinity(0, sizeof(all), &all);
+	printf("ukl_suite: nss_pgd_syncs %ld before, %ld after, %ld after the far stack; nss_pgd_drops %ld -> %ld\n",
+	       syncs0, syncs1, syncs2, drops0, drops2);
+	if (woken != 1 || far_woken != 1)
+		return "a timerfd read was not woken once";
+	if (syncs1 <= 0)
+		return "no entry was copied into init_mm";
+	if (syncs2 <= syncs1)
+		return "the far stack's entry was not copied into init_mm";
+	return drops2 > drops0 ? NULL : "init_mm kept the entry of a freed table";
+}
+
+/*
+ * UKL_NSS: the application's address space stays the only one: fork and
+ * the exec of another program are refused with warnings; threads (the
+ * other checks) and vfork work.
+ */
+static const char *check_nss_alone(void)
+{
+	char *argv[] = { "true", NULL };
+	const char *why = fork_refused_vfork_works("UKL_NSS: fork by pid");
+	int status, err;
+	pid_t pid;
+
+	if (why)
+		return why;
+	err = posix_spawn(&pid, "/bin/true", NULL, NULL, argv, NULL);
+	if (!err)
+		waitpid(pid, &status, 0);
+	printf("ukl_suite: posix_spawn /bin/true: error %d\n", err);
+	if (err != EBUSY)
+		return "posix_spawn of /bin/true did not fail with EBUSY";
+	if (!kernel_log_has("UKL_NSS: exec of /bin/true"))
+		return "no kernel warning for the refused exec";
+	/* A second instance of the application would be a second space. */
+	err = posix_spawn(&pid, "/UKL", NULL, NULL, argv, NULL);
+	if (!err)
+		waitpid(pid, &status, 0);
+	if (err != EBUSY || !kernel_log_has("exec of the application refused"))
+		return "a second instance of the application was not refused";
+	return NULL;
+}
+
 static __attribute__((noinline)) unsigned long overflow(unsigned long depth)
 {
 	volatile unsigned char frame[1024];
@@ -663,6 +906,9 @@ static const struct check checks[] = {
 	{ "nss-ps-stack", check_nss_ps_stack, 1 },
 	{ "nss-ps-fork", check_nss_ps_fork, 1 },
 	{ "nss-ps-limit", check_nss_ps_limit, 1 },
+	{ "nss-stack", check_nss_stack, 1 },
+	{ "nss-mirror", check_nss_mirror, 1 },
+	{ "nss-alone", check_nss_alone, 1 },
 };
 
 static int wanted(const struct check *c, int argc, char **argv, int first)

@@ -99,3 +99,15 @@ def test_port_forwards_add_a_virtio_nic() -> None:
 def test_bad_port_forward_is_refused(spec: str) -> None:
     with pytest.raises(UklError, match="use HOST:GUEST"):
         qemu.parse_forward(spec)
+
+
+def test_decode_status_of_a_program_that_replaced_init() -> None:
+    # UKL_NSS: init.sh execs the program; the kernel's panic carries its exit.
+    replaced = b"ukl-init: UKL_NSS: /UKL replaces init; no helper processes\n"
+    panic = b"Kernel panic - not syncing: Attempted to kill init! exitcode=0x%08x\n"
+    assert decode_status(0, replaced + panic % (3 << 8)) == 3
+    assert decode_status(0, replaced + panic % 0) == 0
+    assert decode_status(0, replaced + panic % 11) == 128 + 11  # SIGSEGV
+    assert decode_status(0, replaced) is None  # no panic: it never ended
+    # Without the marker, an init panic is not the program's status.
+    assert decode_status(0, panic % (3 << 8)) is None

@@ -37,6 +37,15 @@ ukl_report() {
 	reboot -f
 }
 
+# A UKL_NSS kernel runs system calls on the application's own stack, so its
+# address space must be the only one: the program replaces init (the kernel
+# then reports its exit as init's, which the host reads), and no helper may
+# run beside it (its exec would fail with EBUSY).
+if [ -e /sys/module/ukl/parameters/nss_pgd_syncs ] && [ -n "$UKL_PROGRAM" ]; then
+	echo "ukl-init: UKL_NSS: $UKL_PROGRAM replaces init; no helper processes"
+	exec "$UKL_PROGRAM" "$@"
+fi
+
 ukl_start_helpers
 
 if [ -z "$UKL_PROGRAM" ]; then

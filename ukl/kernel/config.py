@@ -125,9 +125,14 @@ def has_shortcuts(flavour: Flavour) -> bool:
 def ruled_out_bench_groups(flavour: Flavour) -> tuple[str, ...]:
     """Benchmark groups a flavour's restrictions forbid by design: with
     UKL_NSS_PS the app's stacks are fixed and pinned (no stack growth) and
-    fork from them is refused."""
-    if is_ukl(flavour) and merged_options(flavour).get("CONFIG_UKL_NSS_PS") == "y":
+    fork from them is refused; with UKL_NSS the app may not fork."""
+    if not is_ukl(flavour):
+        return ()
+    options = merged_options(flavour)
+    if options.get("CONFIG_UKL_NSS_PS") == "y":
         return ("stack-fault", "fork")
+    if options.get("CONFIG_UKL_NSS") == "y":
+        return ("fork",)
     return ()
 
 

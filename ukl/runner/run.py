@@ -26,6 +26,10 @@ from ukl.runner import qemu
 EXIT_TIMEOUT = 124
 EXIT_NO_STATUS = 125
 _STATUS_LINE = re.compile(rb"ukl-init: exit status (\d+)")
+# On a UKL_NSS kernel the program replaces init (ukl/image/init.sh), so its
+# exit is init's: the kernel's panic message carries it, as a wait status.
+_REPLACED_INIT = re.compile(rb"ukl-init: UKL_NSS: \S+ replaces init")
+_INIT_EXIT = re.compile(rb"Attempted to kill init! exitcode=0x([0-9a-f]+)")
 
 
 @dataclass
@@ -43,10 +47,23 @@ def decode_status(qemu_rc: int, console: bytes) -> int | None:
     code from the debug-exit port (which carries the low 7 bits).
     """
     matches = _STATUS_LINE.findall(console)
+    if not matches and _REPLACED_INIT.search(console):
+        return init_exit_status(console)
     if qemu_rc % 2 != 1 or not matches:
         return None
     status = int(matches[-1])
     return status if status & 127 == qemu_rc >> 1 else None
+
+
+def init_exit_status(console: bytes) -> int | None:
+    """The status of a program that replaced init, from the kernel's panic:
+    its exit status, or 128 + the signal that killed it (as a shell says)."""
+    found = _INIT_EXIT.findall(console)
+    if not found:
+        return None
+    wait_status = int(found[-1], 16)
+    signal_nr = wait_status & 0x7F
+    return 128 + signal_nr if signal_nr else (wait_status >> 8) & 0xFF
 
 
 def run(opts: qemu.RunOptions, *, log_name: str, timeout: float | None,
