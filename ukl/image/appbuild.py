@@ -16,10 +16,11 @@ from ukl.kernel import config
 
 
 def build_image(name: str, flavour_name: str, sources: list[Path], spec: InitramfsSpec,
-                binary: str | None = None) -> image.Image:
+                binary: str | None = None, build_as: str | None = None) -> image.Image:
     """Build `sources` (C/C++ files, or one directory with a Makefile) into
     image `name` on kernel flavour `flavour_name`. `spec` gives the extra
-    files and helpers; its program is filled in here."""
+    files and helpers; its program is filled in here. `build_as`: the
+    kernel's output directory, if not the flavour's own (kbuild.build)."""
     flavour = config.get_flavour(flavour_name)
     project = sources[0] if len(sources) == 1 and sources[0].is_dir() else None
     if binary and project is None:
@@ -28,13 +29,14 @@ def build_image(name: str, flavour_name: str, sources: list[Path], spec: Initram
         from ukl.toolchain import host_cc
         spec.program = (ukl_app.build_project(project, name, binary, ukl=False) if project
                         else host_cc.compile_static(sources, name))
-        return image.create(name, kbuild.build(flavour.name), flavour.name, spec)
+        return image.create(name, kbuild.build(flavour.name, build_as=build_as),
+                            flavour.name, spec)
     if project:
         linked = ukl_app.build_project(project, name, binary, ukl=True)
         app = ukl_app.kernel_object(linked, ukl_app.app_dir(name) / f"{name}.ukl.o")
     else:
         app = ukl_app.compile_app(sources, name)
-    vmlinux = kbuild.build(flavour.name, ukl_app=app)
+    vmlinux = kbuild.build(flavour.name, ukl_app=app, build_as=build_as)
     spec.ukl_exec = config.ukl_exec_name(flavour)
     return image.create(name, vmlinux, flavour.name, spec, mode="ukl")
 

@@ -32,10 +32,6 @@ def output_dir(flavour: str) -> Path:
     return paths.kernel_builds_dir() / flavour
 
 
-def vmlinux_path(flavour: str) -> Path:
-    return output_dir(flavour) / "vmlinux"
-
-
 def _make_env() -> dict[str, str]:
     # Stable version banner: the same sources give the same vmlinux strings.
     return build_env(KBUILD_BUILD_USER="ukl", KBUILD_BUILD_HOST="ukl")
@@ -47,9 +43,8 @@ def _make(tree: Path, out: Path, *targets: str) -> list[str]:
             f"CC={cc}", f"HOSTCC={cc}", *targets]
 
 
-def configure(tree: Path, flavour: config.Flavour) -> Path:
-    """(Re)generate .config when the fragments changed; verify every option."""
-    out = output_dir(flavour.name)
+def configure(tree: Path, flavour: config.Flavour, out: Path) -> Path:
+    """(Re)generate out/.config when the fragments changed; verify every option."""
     out.mkdir(parents=True, exist_ok=True)
     wanted = config.merged_options(flavour)
     text = config.render(wanted)
@@ -74,24 +69,30 @@ def configure(tree: Path, flavour: config.Flavour) -> Path:
     return dot_config
 
 
-def build(flavour_name: str, ukl_app: Path | None = None) -> Path:
+def build(flavour_name: str, ukl_app: Path | None = None, build_as: str | None = None) -> Path:
     """Build vmlinux for a flavour (incrementally) and return its path.
 
     With `ukl_app` (a UKL flavour only), the application object is linked
     into vmlinux: only the final link depends on it, so changing the
     application relinks without recompiling the kernel.
+
+    `build_as` names the output directory instead of the flavour: flavours
+    that take turns in one directory (`ukl matrix`) rebuild only the
+    objects whose options changed (Kbuild tracks each object's CONFIG_
+    dependencies), where a fresh directory per flavour compiles everything.
+    The returned vmlinux is then only valid until the next build there.
     """
     flavour = config.get_flavour(flavour_name)
     if ukl_app is not None and not config.is_ukl(flavour):
         raise UklError(f"kernel flavour {flavour.name} has CONFIG_UNIKERNEL_LINUX off; "
                        "a UKL application needs a UKL flavour (e.g. --kernel ukl)")
     tree = series.prepare(debian.get("linux"))
-    out = output_dir(flavour.name)
+    out = output_dir(build_as or flavour.name)
     out.mkdir(parents=True, exist_ok=True)
     # One build per output directory at a time: the app link rewrites vmlinux.
     with (out / ".ukl-build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        configure(tree, flavour)
+        configure(tree, flavour, out)
         targets = ["vmlinux"]
         if ukl_app is not None:
             targets.append(f"UKL_APP={ukl_app.resolve()}")
@@ -100,7 +101,7 @@ def build(flavour_name: str, ukl_app: Path | None = None) -> Path:
                    log_path=paths.logs_dir() / f"kernel-{flavour.name}.log",
                    env=_make_env(), counter=counter)
         counter.save(out)
-    vmlinux = vmlinux_path(flavour.name)
+    vmlinux = out / "vmlinux"
     if not vmlinux.is_file():
         raise UklError(f"kernel build finished but {vmlinux} is missing")
     return vmlinux
