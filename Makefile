@@ -30,12 +30,6 @@ unit:
 
 setup:
 	$(UKL) setup
-	@$(PYTHON) -c 'import pytest' 2>/dev/null || \
-		{ echo "ukl: installing pytest (test runner) from PyPI"; \
-		  $(PYTHON) -m pip install --quiet pytest; }
-	@$(PYTHON) -c 'import matplotlib' 2>/dev/null || \
-		{ echo "ukl: installing matplotlib (ukl bench plots) from PyPI"; \
-		  $(PYTHON) -m pip install --quiet matplotlib; }
 
 sources:
 	$(UKL) series prepare all

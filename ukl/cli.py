@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ukl", description="Unikernel Linux: build and run UKL images.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    sub.add_parser("setup", help="install the Debian packages UKL needs (as root)")
+    sub.add_parser("setup", help="install the Debian packages (as root) and Python modules "
+                   "UKL needs")
 
     p = sub.add_parser("series", help="patch series <-> git trees under build/src")
     p.add_argument("action", choices=["prepare", "status", "export", "reset"])
@@ -242,9 +243,11 @@ def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
     if program_args and args.command != "run":
         raise UklError("arguments after '--' are only accepted by `ukl run`")
     if args.command == "setup":
-        from ukl.host import packages
+        from ukl.host import packages, pymodules
         packages.ensure()
-        print("ukl: all required Debian packages are installed", file=sys.stderr)
+        pymodules.ensure()
+        print("ukl: all required Debian packages and Python modules are installed",
+              file=sys.stderr)
         return 0
     if args.command == "series":
         return _cmd_series(args)

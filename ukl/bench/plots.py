@@ -1,8 +1,9 @@
 """PNG plots of a benchmark run, in the style of the UKL paper: Figure 3
 (per-syscall ratios), Figure 4 (latency vs request size) and Table 2 (page
-faults). Needs matplotlib (`make setup` installs it from PyPI)."""
+faults). Needs matplotlib (`ukl setup` installs it from PyPI)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ukl.bench.report import Row, index
@@ -21,11 +22,16 @@ def _pyplot():  # noqa: ANN202 - matplotlib has no stable types
     try:
         import matplotlib
     except ImportError as e:
-        raise UklError("plots need matplotlib: run `make setup` or "
-                       "`python3 -m pip install matplotlib`") from e
+        raise UklError(f"plots need matplotlib, which {sys.executable} cannot import: "
+                       "run `ukl setup` or `python3 -m pip install matplotlib`") from e
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def require() -> None:
+    """Fail now, not after the runs, if the plots could not be drawn."""
+    _pyplot()
 
 
 def _median(rows: dict[tuple[str, str, int], Row], config: str, op: str,

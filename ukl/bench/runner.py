@@ -122,6 +122,7 @@ def bench(name: str, configs: list[str], quick: bool, groups: list[str]) -> Path
                        f"choose from {', '.join(GROUP_LINES)}")
     for c in configs:
         config.get_flavour(c)  # fails early, naming the known flavours
+    plots.require()  # before the builds and runs, not after them
     command = "ukl bench " + shlex.join(sys.argv[2:]) if len(sys.argv) > 1 else "ukl bench"
     rows: list[report.Row] = []
     for i, c in enumerate(configs, 1):
