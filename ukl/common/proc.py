@@ -116,15 +116,18 @@ def run_logged(
     env: Mapping[str, str] | None = None,
     counter: StepCounter | None = None,
     append: bool = False,
+    progress: bool = True,
 ) -> None:
     """Run `cmd`, sending its output to `log_path`, showing progress.
 
-    With append=True the log keeps what earlier steps wrote to it.
+    With append=True the log keeps what earlier steps wrote to it. With
+    progress=False (a step running beside another that shows its own) only
+    the closing "done" line is printed.
 
     Raises UklError with the log tail if the command fails.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    progress = ProgressLine(label)
+    line_shown = ProgressLine(label) if progress else None
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -144,12 +147,13 @@ def run_logged(
         log.write("$ " + " ".join(str(c) for c in cmd) + "\n")
         for line in proc.stdout:
             log.write(line)
-            if counter is not None and counter.feed(line):
-                progress.update(counter.percent(), counter.last)
-            elif counter is None:
-                progress.update(0, f"{time.monotonic() - started:.0f}s {line.strip()}")
+            if counter is not None and counter.feed(line) and line_shown:
+                line_shown.update(counter.percent(), counter.last)
+            elif counter is None and line_shown:
+                line_shown.update(0, f"{time.monotonic() - started:.0f}s {line.strip()}")
     rc = proc.wait()
-    progress.finish()
+    if line_shown:
+        line_shown.finish()
     if rc != 0:
         raise UklError(
             f"{label} failed (exit status {rc}); full log: {log_path}",
@@ -157,7 +161,10 @@ def run_logged(
         )
     took = time.monotonic() - started
     if took >= 10:
-        print(f"   [{label}] done in {took:.0f} s", file=sys.stderr)
+        # A step without a line of its own may finish while another's
+        # progress line is drawn: clear that first (it is redrawn next).
+        clear = "\r\033[K" if not progress and sys.stderr.isatty() else ""
+        print(f"{clear}   [{label}] done in {took:.0f} s", file=sys.stderr)
 
 
 def run_quiet(cmd: Sequence[str | os.PathLike[str]], *, what: str,

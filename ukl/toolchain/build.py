@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ukl.common.errors import UklError
@@ -49,8 +50,17 @@ def build() -> Path:
         print(f"ukl: UKL toolchain restored from {cache.cache_root() / key} in "
               f"{time.monotonic() - started:.0f} s", file=sys.stderr)
         return layout.sysroot()
-    root = glibc.build()
-    gcc_runtime.build()
+    # libgcc needs only the C library's headers: it is configured and built
+    # beside libc.a, whose make keeps both cores busy while gcc's configure
+    # scripts mostly run one process at a time. libstdc++'s configure links
+    # test programs, so it waits for the finished C library.
+    tree = glibc.configure()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        libgcc = pool.submit(gcc_runtime.build_libgcc, glibc.state(tree))
+        # A glibc failure is reported once the pool has waited for libgcc.
+        root = glibc.build(tree)
+        libgcc.result()
+    gcc_runtime.build_libstdcxx()
     host_entry.build()
     app_api.install()
     lint_libraries()

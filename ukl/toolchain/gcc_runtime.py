@@ -64,12 +64,12 @@ def _env() -> dict[str, str]:
     return build_env(LC_ALL="C")
 
 
-def _step(label: str, cmd: list[str], cwd: Path) -> None:
-    run_logged(cmd, label=f"gcc runtime: {label}", cwd=cwd, env=_env(),
+def _step(label: str, cmd: list[str], cwd: Path, *, background: bool = False) -> None:
+    run_logged(cmd, label=f"gcc runtime: {label}", cwd=cwd, env=_env(), progress=not background,
                log_path=paths.logs_dir() / "gcc-runtime.log.d" / f"{label.replace(' ', '-')}.log")
 
 
-def _configure(tree: Path, out: Path) -> None:
+def _configure(tree: Path, out: Path, *, background: bool) -> None:
     env_vars = [
         "CC=ccache gcc", "CXX=ccache g++", "CFLAGS=-O2", "CXXFLAGS=-O2",
         f"CFLAGS_FOR_TARGET={_TARGET_FLAGS}", f"CXXFLAGS_FOR_TARGET={_TARGET_FLAGS}",
@@ -85,16 +85,11 @@ def _configure(tree: Path, out: Path) -> None:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    _step("configure", ["env", *args], out)
+    _step("configure", ["env", *args], out, background=background)
     stamp.write_text(digest)
 
 
-def _install(out: Path) -> None:
-    libgcc = out / TARGET / "libgcc"
-    ukl_lib = layout.ukl_libdir()
-    ukl_lib.mkdir(parents=True, exist_ok=True)
-    for name in _LIBGCC_OUTPUTS:
-        shutil.copy2(libgcc / name, ukl_lib / name)
+def _install_libstdcxx(out: Path) -> None:
     with tempfile.TemporaryDirectory(dir=out) as tmp:
         _step("install libstdc++", ["make", "-C", str(out / TARGET / "libstdc++-v3"),
                                     "install", f"DESTDIR={tmp}"], out)
@@ -106,42 +101,64 @@ def _install(out: Path) -> None:
         shutil.copytree(Path(tmp) / "usr" / "include" / "c++" / layout.GCC_VERSION, headers)
 
 
-def _source_state(tree: Path) -> str:
-    """What the installed runtime was built from: the gcc tree's commit, the
-    configuration, and the sysroot's C library."""
+def _state(tree: Path, *inputs: object) -> str:
+    """What a stage was built from: the gcc tree's commit, the configuration
+    and the given inputs from the C library."""
     head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse")
-    libc = (layout.libdir() / "libc.a").stat().st_mtime_ns
-    return hashlib.sha256(f"{head}{_TARGET_FLAGS}{_CONFIGURE_ARGS}{libc}".encode()).hexdigest()
+    return hashlib.sha256(f"{head}{_TARGET_FLAGS}{_CONFIGURE_ARGS}{inputs}".encode()).hexdigest()
 
 
-def build() -> None:
-    """Build and install libgcc, libgcc_eh, crt*.o and libstdc++ into the sysroot."""
+def build_libgcc(glibc_state: str) -> None:
+    """libgcc, libgcc_eh and the crt files into the sysroot. Needs only the C
+    library's headers (glibc.configure()), so it runs while libc.a builds:
+    its steps print no progress line of their own, only when they are done."""
     tree = series.prepare(debian.get("gcc"))
     out = build_dir()
-    state = _source_state(tree)
-    stamp = layout.ukl_libdir() / ".ukl-gcc-runtime-installed"
+    state = _state(tree, glibc_state)
+    stamp = layout.ukl_libdir() / ".ukl-libgcc-installed"
     # Nothing in gcc changes between most builds; skip a minute of no-op make.
     if stamp.is_file() and stamp.read_text() == state:
         return
     jobs = f"-j{os.cpu_count() or 1}"
-    _configure(tree, out)
-    _step("configure gcc", ["make", jobs, "configure-gcc"], out)
-    _step("libiberty", ["make", jobs, "all-build-libiberty"], out)
-    # Only the generated headers libgcc's build reads; never xgcc itself.
-    _step("gcc headers", ["make", "-C", "gcc", jobs, "-o", "xgcc", "-o", "specs",
-                          "libgcc.mvars", "tconfig.h", "tm.h", "options.h",
-                          "insn-constants.h", "insn-modes.h"], out)
-    _step("configure libgcc", ["make", *_SKIP_COMPILER, "configure-target-libgcc",
-                               *_HOST_TOOLS_FOR_TARGET], out)
-    # enable_shared=yes keeps libgcc_eh.a separate (as Debian ships it);
-    # PICFLAG= because the Linux fragment adds -fpic even to static objects.
-    _step("libgcc", ["make", "-C", f"{TARGET}/libgcc", jobs, "enable_shared=yes", "PICFLAG=",
-                     *_LIBGCC_OUTPUTS], out)
-    _step("strip split-stack", ["ar", "d", f"{TARGET}/libgcc/libgcc.a",
-                                *_SPLIT_STACK_OBJECTS], out)
+    _configure(tree, out, background=True)
+    steps = [
+        ("configure gcc", ["make", jobs, "configure-gcc"]),
+        ("libiberty", ["make", jobs, "all-build-libiberty"]),
+        # Only the generated headers libgcc's build reads; never xgcc itself.
+        ("gcc headers", ["make", "-C", "gcc", jobs, "-o", "xgcc", "-o", "specs",
+                         "libgcc.mvars", "tconfig.h", "tm.h", "options.h",
+                         "insn-constants.h", "insn-modes.h"]),
+        ("configure libgcc", ["make", *_SKIP_COMPILER, "configure-target-libgcc",
+                              *_HOST_TOOLS_FOR_TARGET]),
+        # enable_shared=yes keeps libgcc_eh.a separate (as Debian ships it);
+        # PICFLAG= because the Linux fragment adds -fpic even to static objects.
+        ("libgcc", ["make", "-C", f"{TARGET}/libgcc", jobs, "enable_shared=yes", "PICFLAG=",
+                    *_LIBGCC_OUTPUTS]),
+        ("strip split-stack", ["ar", "d", f"{TARGET}/libgcc/libgcc.a", *_SPLIT_STACK_OBJECTS]),
+    ]
+    for label, cmd in steps:
+        _step(label, cmd, out, background=True)
+    ukl_lib = layout.ukl_libdir()
+    ukl_lib.mkdir(parents=True, exist_ok=True)
+    for name in _LIBGCC_OUTPUTS:
+        shutil.copy2(out / TARGET / "libgcc" / name, ukl_lib / name)
+    stamp.write_text(state)
+
+
+def build_libstdcxx() -> None:
+    """libstdc++ into the sysroot: configured against the finished C library
+    (its configure links test programs), after build_libgcc()."""
+    tree = series.prepare(debian.get("gcc"))
+    out = build_dir()
+    state = _state(tree, (layout.libdir() / "libc.a").stat().st_mtime_ns)
+    stamp = layout.ukl_libdir() / ".ukl-libstdcxx-installed"
+    if stamp.is_file() and stamp.read_text() == state:
+        return
+    jobs = f"-j{os.cpu_count() or 1}"
+    _configure(tree, out, background=False)
     _step("configure libstdc++", ["make", *_SKIP_COMPILER, "configure-target-libstdc++-v3",
                                   *_HOST_TOOLS_FOR_TARGET], out)
     _step("libstdc++", ["make", jobs, *_SKIP_COMPILER, "all-target-libstdc++-v3",
                         *_HOST_TOOLS_FOR_TARGET], out)
-    _install(out)
+    _install_libstdcxx(out)
     stamp.write_text(state)

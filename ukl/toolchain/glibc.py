@@ -37,6 +37,8 @@ _CONFIGURE_ARGS = [
 # Kbuild-like progress: compile commands in glibc's (verbose) make output.
 _COMPILE = re.compile(r"^(ccache )?gcc .* -c .* -o \S*/glibc-build/(?P<what>\S+)")
 _DEFAULT_STEPS = 2540
+# The archives whose objects may be ENOSYS stubs.
+_STUB_ARCHIVES = ["libc.a", "math/libm.a", "resolv/libresolv.a"]
 
 
 def build_dir() -> Path:
@@ -75,37 +77,59 @@ def _configure(tree: Path, out: Path) -> None:
     stamp.write_text(digest)
 
 
-def _install(tree: Path, out: Path, root: Path) -> None:
-    env = _env()
-    log = paths.logs_dir() / "glibc-install.log"
+def _make_install(out: Path, cmds: list[list[str]], log: str) -> None:
+    for cmd in cmds:
+        run_logged(cmd, label="install glibc into the UKL sysroot", cwd=out, env=_env(),
+                   log_path=paths.logs_dir() / log, append=True)
+
+
+# A function glibc implements only as an ENOSYS stub marks its object with
+# a section of this name (Makerules' `stubs` rule looks for the same).
+_STUB_SECTION = re.compile(r"\s\.gnu\.glibc-stub\.(\w+)\s")
+
+
+def _write_stubs_h(tree: Path, archives: list[Path], root: Path) -> None:
+    """gnu/stubs-64.h: the functions that only fail with ENOSYS (glibc's
+    install makes it only for shared builds, from per-directory lists whose
+    make target also compiles the test-support library). Read from the
+    built archives instead; before the build there are none yet."""
+    found = run_quiet(["objdump", "-h", *archives], what="objdump -h") if archives else ""
+    stubs = sorted({f"#define __stub_{m.group(1)}" for m in _STUB_SECTION.finditer(found)})
+    head = [line for line in (tree / "include" / "stubs-prologue.h").read_text().splitlines()
+            if not line.startswith("@")]
+    (root / "usr" / "include" / "gnu" / "stubs-64.h").write_text("\n".join(head + stubs) + "\n")
+
+
+def _install_headers(tree: Path, out: Path, root: Path) -> None:
+    """Every header of the sysroot, from the configured tree alone, so that
+    the compiler runtime can be configured and libgcc built while libc.a
+    is compiled (the standard way cross toolchains are bootstrapped)."""
     inc = root / "usr" / "include"
     gnu = inc / "gnu"
-    jobs = f"-j{os.cpu_count() or 1}"
-    steps: list[list[str]] = [
-        ["make", jobs, "install-headers", f"install_root={root}"],
+    _make_install(out, [
+        ["make", f"-j{os.cpu_count() or 1}", "install-headers", f"install_root={root}"],
         # install-headers skips these when build-shared is off.
         ["make", f"install_root={root}", str(gnu / "stubs.h"), str(gnu / "lib-names.h"),
          str(gnu / "lib-names-64.h")],
-        ["make", jobs, "subdir_stubs"],
-        ["make", jobs, "install-lib", f"install_root={root}"],
-    ]
-    for cmd in steps:
-        run_logged(cmd, label="install glibc into the UKL sysroot", cwd=out, env=env,
-                   log_path=log, append=True)
-    # install-lib leaves libc.a out, and glibc's own rule for it does not
-    # notice a rebuilt archive: copy it.
-    shutil.copy2(out / "libc.a", root / LIBDIR / "libc.a")
-    # stubs-64.h lists the functions that only fail with ENOSYS; glibc's
-    # install makes it only for shared builds.
-    stubs = sorted(line for f in out.glob("*/stubs") for line in f.read_text().splitlines())
-    head = [line for line in (tree / "include" / "stubs-prologue.h").read_text().splitlines()
-            if not line.startswith("@")]
-    (gnu / "stubs-64.h").write_text("\n".join(head + stubs) + "\n")
+    ], "glibc-install-headers.log")
+    # <features.h> includes it; _install writes the real list after the build.
+    if not (gnu / "stubs-64.h").is_file():
+        _write_stubs_h(tree, [], root)
     for name in ("linux", "asm", "asm-generic"):
         dest = inc / name
         if dest.exists():
             shutil.rmtree(dest)
         shutil.copytree(_kernel_headers() / name, dest, symlinks=False)
+
+
+def _install(tree: Path, out: Path, root: Path) -> None:
+    """The libraries and crt files, once built (headers are already there)."""
+    _make_install(out, [["make", f"-j{os.cpu_count() or 1}", "install-lib",
+                         f"install_root={root}"]], "glibc-install.log")
+    # install-lib leaves libc.a out, and glibc's own rule for it does not
+    # notice a rebuilt archive: copy it.
+    shutil.copy2(out / "libc.a", root / LIBDIR / "libc.a")
+    _write_stubs_h(tree, [out / a for a in _STUB_ARCHIVES], root)
 
 
 def _forget_objects_if_tree_changed(tree: Path, out: Path) -> bool:
@@ -125,11 +149,27 @@ def _forget_objects_if_tree_changed(tree: Path, out: Path) -> bool:
     return True
 
 
-def build() -> Path:
-    """Build and install the UKL glibc; returns the sysroot."""
+def configure() -> Path:
+    """Configure glibc and install its headers into the sysroot; returns the
+    patched source tree. After this the compiler runtime may start."""
     tree = series.prepare(debian.get("glibc"))
     out = build_dir()
     _configure(tree, out)
+    _install_headers(tree, out, sysroot())
+    return tree
+
+
+def state(tree: Path) -> str:
+    """What the headers in the sysroot were made from: the patched tree's
+    commit and the configuration."""
+    head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse").strip()
+    return f"{head} {(build_dir() / '.ukl-configure-digest').read_text()}"
+
+
+def build(tree: Path) -> Path:
+    """Build and install libc.a, libm.a and the crt files (after configure());
+    returns the sysroot."""
+    out = build_dir()
     env = _env()
     if _forget_objects_if_tree_changed(tree, out):
         # ccache's direct mode has the same blind spot (it checks the headers
@@ -145,8 +185,8 @@ def build() -> Path:
                log_path=paths.logs_dir() / "glibc-build-others.log")
     counter.save(out)
     root = sysroot()
-    # Installing takes most of a minute; skip it when the libraries it would
-    # install are the ones installed last time.
+    # Installing takes a while; skip it when the libraries it would install
+    # are the ones installed last time.
     built = ",".join(str((out / a).stat().st_mtime_ns) for a in ("libc.a", "math/libm.a"))
     stamp = root / ".ukl-glibc-installed"
     if not (stamp.is_file() and stamp.read_text() == built):
