@@ -1,11 +1,13 @@
 """`ukl bench`: parsing and reports (fast), and a repeatability run (QEMU)."""
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ukl
+from tests.conftest import PROGRAMS, ukl
 from ukl.bench import report
 
 CONSOLE = """boot noise
@@ -49,6 +51,33 @@ def test_quick_subset_is_repeatable(tmp_path: Path, stock_kernel, ukl_kernel) ->
     assert 100 < getppid["stock"] < 400, getppid
     assert set(getppid) == {"stock", "ukl"}
     assert "instructions" in (tmp_path / "first" / "results.md").read_text()
+
+
+@pytest.mark.boot
+def test_stock_getppid_matches_a_plain_static_loop(tmp_path: Path, stock_kernel) -> None:  # noqa: ANN001
+    # The yardstick is a getppid loop of the host's own gcc -static and
+    # glibc, nothing of ours but the kernel: `ukl bench`'s stock figure
+    # must count the same work.
+    program = tmp_path / "plain-getppid"
+    subprocess.run(["gcc", "-O2", "-static", "-o", program, PROGRAMS / "plain_getppid.c"],
+                   check=True)
+    res = ukl("image", "create", "t-plain-getppid", "--program", str(program),
+              "--kernel", "stock")
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = ukl("run", "t-plain-getppid", "--icount", "--timeout", "300")
+    assert res.returncode == 0, res.stdout + res.stderr
+    m = re.search(r"plain-getppid min=(\d+) median=(\d+)", res.stdout)
+    assert m, res.stdout
+    plain = int(m.group(2))
+    res = ukl("bench", "--quick", "--name", "yardstick", "--configs", "stock", "floor",
+              env={"UKL_RESULTS_DIR": str(tmp_path)})
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = report.read_csv(tmp_path / "yardstick" / "results.csv")
+    bench = next(r.median for r in rows if r.op == "getppid")
+    # Both put one getppid system call in an rdtsc pair; lebench makes it
+    # through glibc's variadic syscall() (11 instructions more than the
+    # getppid() wrapper here: 213 against 202), so allow 10%.
+    assert abs(bench - plain) <= plain // 10, (bench, plain)
 
 
 def test_plots_are_written(tmp_path: Path) -> None:
