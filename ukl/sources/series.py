@@ -101,6 +101,14 @@ def _unexported_commits(tree: Path) -> list[str]:
     return out.splitlines()
 
 
+def unexported_commits(comp: Component) -> list[str]:
+    """Commits in comp's tree that its series does not hold yet (none
+    before the tree exists)."""
+    if not (comp.tree / ".git").is_dir():
+        return []
+    return _unexported_commits(comp.tree)
+
+
 def _create_tree(comp: Component, version: str) -> None:
     """Extract the pristine tarball into a fresh git repository."""
     comp.tree.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ukl.common.errors import UklError
+from ukl.sources import debian, series
 from ukl.toolchain import app_api, cache, gcc_runtime, glibc, host_entry, layout, lint
 
 LINTED = [
@@ -39,28 +40,42 @@ def lint_libraries() -> None:
     stamp.write_text(state)
 
 
+def _work_in_progress() -> bool:
+    """Whether a source tree has commits its patch series does not hold
+    yet: the cache is keyed by the series, so such a build bypasses it."""
+    names = [name for name in ("glibc", "gcc")
+             if series.unexported_commits(debian.get(name))]
+    if names:
+        print(f"ukl: note: unexported commits in {', '.join(names)}: building without "
+              "the toolchain cache", file=sys.stderr)
+    return bool(names)
+
+
 def build() -> Path:
     """The UKL sysroot: as built last time, from the toolchain cache, or
     built now (and cached). Reports how long it took."""
     started = time.monotonic()
-    key = cache.key() if cache.enabled() else ""
+    key = cache.key() if cache.enabled() and not _work_in_progress() else ""
     if key and cache.current(key):
         return layout.sysroot()
     if key and cache.restore(key):
         print(f"ukl: UKL toolchain restored from {cache.cache_root() / key} in "
               f"{time.monotonic() - started:.0f} s", file=sys.stderr)
         return layout.sysroot()
+    # Until it is stored again, the sysroot is no cache entry's copy.
+    (layout.sysroot() / cache.KEY_FILE).unlink(missing_ok=True)
     # libgcc needs only the C library's headers: it is configured and built
     # beside libc.a, whose make keeps both cores busy while gcc's configure
     # scripts mostly run one process at a time. libstdc++'s configure links
     # test programs, so it waits for the finished C library.
     tree = glibc.configure()
     with ThreadPoolExecutor(max_workers=1) as pool:
-        libgcc = pool.submit(gcc_runtime.build_libgcc, glibc.state(tree))
+        headers = glibc.headers_digest()
+        libgcc = pool.submit(gcc_runtime.build_libgcc, headers)
         # A glibc failure is reported once the pool has waited for libgcc.
         root = glibc.build(tree)
         libgcc.result()
-    gcc_runtime.build_libstdcxx()
+    gcc_runtime.build_libstdcxx(headers, glibc.symbols_digest())
     host_entry.build()
     app_api.install()
     lint_libraries()

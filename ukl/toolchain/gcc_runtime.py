@@ -108,19 +108,28 @@ def _state(tree: Path, *inputs: object) -> str:
     return hashlib.sha256(f"{head}{_TARGET_FLAGS}{_CONFIGURE_ARGS}{inputs}".encode()).hexdigest()
 
 
-def build_libgcc(glibc_state: str) -> None:
+def _forget_target(out: Path, library: str) -> None:
+    """The top-level make configures a target library only once: remove its
+    build directory so that it is configured again, against the sysroot as
+    it is now (and compiled again, from ccache where nothing changed)."""
+    shutil.rmtree(out / TARGET / library, ignore_errors=True)
+
+
+def build_libgcc(glibc_headers: str) -> None:
     """libgcc, libgcc_eh and the crt files into the sysroot. Needs only the C
     library's headers (glibc.configure()), so it runs while libc.a builds:
-    its steps print no progress line of their own, only when they are done."""
+    its steps print no progress line of their own, only when they are done.
+    Rebuilt when gcc or those headers change."""
     tree = series.prepare(debian.get("gcc"))
     out = build_dir()
-    state = _state(tree, glibc_state)
+    state = _state(tree, glibc_headers)
     stamp = layout.ukl_libdir() / ".ukl-libgcc-installed"
     # Nothing in gcc changes between most builds; skip a minute of no-op make.
     if stamp.is_file() and stamp.read_text() == state:
         return
     jobs = f"-j{os.cpu_count() or 1}"
     _configure(tree, out, background=True)
+    _forget_target(out, "libgcc")
     steps = [
         ("configure gcc", ["make", jobs, "configure-gcc"]),
         ("libiberty", ["make", jobs, "all-build-libiberty"]),
@@ -145,17 +154,20 @@ def build_libgcc(glibc_state: str) -> None:
     stamp.write_text(state)
 
 
-def build_libstdcxx() -> None:
+def build_libstdcxx(glibc_headers: str, glibc_symbols: str) -> None:
     """libstdc++ into the sysroot: configured against the finished C library
-    (its configure links test programs), after build_libgcc()."""
+    (its configure links test programs), after build_libgcc(). Rebuilt when
+    gcc, the C library's headers or the symbols it defines change, not for
+    every change inside libc.a."""
     tree = series.prepare(debian.get("gcc"))
     out = build_dir()
-    state = _state(tree, (layout.libdir() / "libc.a").stat().st_mtime_ns)
+    state = _state(tree, glibc_headers, glibc_symbols)
     stamp = layout.ukl_libdir() / ".ukl-libstdcxx-installed"
     if stamp.is_file() and stamp.read_text() == state:
         return
     jobs = f"-j{os.cpu_count() or 1}"
     _configure(tree, out, background=False)
+    _forget_target(out, "libstdc++-v3")
     _step("configure libstdc++", ["make", *_SKIP_COMPILER, "configure-target-libstdc++-v3",
                                   *_HOST_TOOLS_FOR_TARGET], out)
     _step("libstdc++", ["make", jobs, *_SKIP_COMPILER, "all-target-libstdc++-v3",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ukl.common import paths
 from ukl.common.buildenv import build_env
+from ukl.common.errors import UklError
 from ukl.common.proc import StepCounter, run_logged, run_quiet
 from ukl.sources import debian, series
 from ukl.toolchain.layout import KERNEL_CFLAGS, LIBDIR, sysroot
@@ -132,21 +133,74 @@ def _install(tree: Path, out: Path, root: Path) -> None:
     _write_stubs_h(tree, [out / a for a in _STUB_ARCHIVES], root)
 
 
+# Changes to these alone are seen by make through the objects' dependency
+# files: only what includes them is rebuilt.
+_TRACKED_SOURCES = (".c", ".h", ".S")
+
+
+def _only_sources_modified(tree: Path, old: str, new: str) -> bool:
+    """Whether old..new only modifies existing C, header and assembly files."""
+    try:
+        changes = run_quiet(["git", "-C", str(tree), "diff", "--name-status", old, new],
+                            what="git diff")
+    except UklError:
+        return False  # the old commit is gone: assume the worst
+    for line in changes.splitlines():
+        status, name = line.split("\t", 1)
+        if status != "M" or not name.endswith(_TRACKED_SOURCES):
+            return False
+    return True
+
+
 def _forget_objects_if_tree_changed(tree: Path, out: Path) -> bool:
     """glibc's dependency files miss a header that a patch adds earlier in
-    the sysdeps search path (it shadows a file that did not change), so
-    after any change of the source tree every object is recompiled - from
-    ccache for all the files the change does not touch. Returns whether
-    the tree changed."""
+    the sysdeps search path (it shadows a file that did not change), and
+    object rules do not depend on Makefiles, syscall lists or Versions
+    files, so after any other change of the source tree than edits of
+    existing C, header and assembly files every object is recompiled -
+    from ccache for all the files the change does not touch. Returns
+    whether the objects were forgotten."""
     head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse").strip()
     stamp = out / ".ukl-tree-head"
-    if stamp.is_file() and stamp.read_text() == head:
+    old = stamp.read_text() if stamp.is_file() else ""
+    if old == head:
+        return False
+    if old and _only_sources_modified(tree, old, head):
+        stamp.write_text(head)
         return False
     for pattern in ("*.o", "*.a", "*.o.d"):
         for f in out.rglob(pattern):
             f.unlink()
     stamp.write_text(head)
     return True
+
+
+# Written twice, before and after the build: see symbols_digest().
+_STUBS_H = Path("gnu/stubs-64.h")
+
+
+def headers_digest() -> str:
+    """A digest of the C library's headers in the sysroot (not libstdc++'s,
+    nor the list of stubs): all that libgcc's build reads of it."""
+    h = hashlib.sha256()
+    inc = sysroot() / "usr" / "include"
+    for f in sorted(p for p in inc.rglob("*") if p.is_file()
+                    and p.relative_to(inc).parts[0] != "c++"
+                    and p.relative_to(inc) != _STUBS_H):
+        h.update(str(f.relative_to(inc)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def symbols_digest() -> str:
+    """A digest of the symbols libc.a and libm.a define and of those that
+    are only ENOSYS stubs: what libstdc++'s configure finds by linking test
+    programs against them."""
+    found = run_quiet(["nm", "-g", "--defined-only", "--format=just-symbols",
+                       sysroot() / LIBDIR / "libc.a", sysroot() / LIBDIR / "libm.a"],
+                      what="nm")
+    names = sorted({line for line in found.splitlines() if line and not line.endswith(":")})
+    stubs = (sysroot() / "usr" / "include" / _STUBS_H).read_text()
+    return hashlib.sha256("\n".join([*names, stubs]).encode()).hexdigest()
 
 
 def configure() -> Path:
@@ -157,13 +211,6 @@ def configure() -> Path:
     _configure(tree, out)
     _install_headers(tree, out, sysroot())
     return tree
-
-
-def state(tree: Path) -> str:
-    """What the headers in the sysroot were made from: the patched tree's
-    commit and the configuration."""
-    head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse").strip()
-    return f"{head} {(build_dir() / '.ukl-configure-digest').read_text()}"
 
 
 def build(tree: Path) -> Path:
