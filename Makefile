@@ -22,7 +22,7 @@ run: setup
 	$(UKL) run hello --timeout 300 -- $(ARGS)
 
 test: setup sources kernel toolchain
-	$(PYTHON) -m pytest tests
+	$(PYTHON) -m pytest --durations=25 tests
 
 # Unit tests only: no kernel build, no QEMU.
 unit:
