@@ -15,12 +15,14 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from ukl.bench import plots, report
 from ukl.common import paths
 from ukl.common.errors import UklError
-from ukl.image import appbuild
+from ukl.image import appbuild, image
 from ukl.image.initramfs import InitramfsSpec
 from ukl.kernel import config
 from ukl.runner import qemu, run
@@ -44,18 +46,42 @@ def _expected_lines(groups: list[str]) -> int:
     return sum(GROUP_LINES[g] for g in (groups or GROUP_LINES))
 
 
+# Set while the next config is being built beside a measurement: the
+# build draws its own progress line, so the measurement's status comes as
+# a whole line now and then instead of a line redrawn in place.
+_BUILDING = threading.Event()
+_SPARSE_EVERY = 30.0
+
+
 def _progress(config_name: str, log: Path, total: int, done: threading.Event) -> None:
-    """One status line, rewritten as the guest reports measurements."""
+    """The measurement's status, as the guest reports measurements."""
     start = time.monotonic()
+    last_line = start
     while not done.wait(1.0):
         count = log.read_text(errors="replace").count("\nbench,") if log.is_file() else 0
-        sys.stderr.write(f"\r   [bench {config_name}] {count}/{total} measurements, "
-                         f"{time.monotonic() - start:.0f} s ")
+        now = time.monotonic()
+        status = f"   [bench {config_name}] {count}/{total} measurements, {now - start:.0f} s"
+        if not _BUILDING.is_set():
+            sys.stderr.write(f"\r{status} ")
+        elif now - last_line >= _SPARSE_EVERY:
+            sys.stderr.write(f"\r\033[K{status}\n" if sys.stderr.isatty() else f"{status}\n")
+            last_line = now
         sys.stderr.flush()
     sys.stderr.write("\n")
 
 
-def run_config(flavour: str, quick: bool, groups: list[str]) -> list[report.Row]:
+@dataclass(frozen=True)
+class Prepared:
+    """A config's benchmark image, built and ready to boot."""
+    flavour: str
+    img: image.Image
+    groups: list[str]
+    args: list[str]
+
+
+def prepare_config(flavour: str, quick: bool, groups: list[str]) -> Prepared | None:
+    """Build the benchmark image for `flavour` (None: every group it was
+    asked for is ruled out by its options)."""
     flav = config.get_flavour(flavour)
     ruled_out = config.ruled_out_bench_groups(flav)
     if ruled_out:
@@ -64,15 +90,22 @@ def run_config(flavour: str, quick: bool, groups: list[str]) -> list[report.Row]
         print(f"ukl: {flavour} skips {', '.join(ruled_out)} (ruled out by its options)",
               file=sys.stderr)
         if not groups:
-            return []
+            return None
     img = appbuild.build_image(f"bench-{flavour}", flavour, [LEBENCH], InitramfsSpec())
     # A bypass flavour is measured with bypass on: that is what it is for.
     # Likewise a shortcut flavour sends TCP through its shortcuts.
     args = (["--bypass"] if config.has_bypass(flav) else [])
     args += (["--shortcuts"] if config.has_shortcuts(flav) else [])
     args += (["--quick"] if quick else []) + groups
-    opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=1, mem="1G",
-                           icount=True, gdb=False, append=[], program_args=args)
+    return Prepared(flavour, img, groups, args)
+
+
+def measure(prep: Prepared) -> list[report.Row]:
+    """Boot a prepared image under icount and read its measurements."""
+    flavour, groups = prep.flavour, prep.groups
+    opts = qemu.RunOptions(kernel=prep.img.kernel, initramfs=prep.img.initramfs, smp=1,
+                           mem="1G", icount=True, gdb=False, append=[],
+                           program_args=prep.args)
     log = paths.logs_dir() / f"run-bench-{flavour}.log"
     log.unlink(missing_ok=True)
     done = threading.Event()
@@ -93,6 +126,30 @@ def run_config(flavour: str, quick: bool, groups: list[str]) -> list[report.Row]
     if len(rows) != _expected_lines(groups):
         raise UklError(f"benchmark on {flavour}: {len(rows)} measurements, expected "
                        f"{_expected_lines(groups)}; console log: {outcome.log}")
+    return rows
+
+
+def run_configs(configs: list[str], quick: bool, groups: list[str]) -> list[report.Row]:
+    """Every config's measurements, in order. The next config's kernel and
+    image are built while the current one is measured: QEMU runs one
+    single-threaded guest, which leaves a core to the build, and under
+    icount the figures do not depend on what else the host is doing."""
+    rows: list[report.Row] = []
+    with ThreadPoolExecutor(max_workers=1) as guest:
+        running: Future[list[report.Row]] | None = None
+        for i, c in enumerate(configs, 1):
+            print(f"ukl: bench config {i}/{len(configs)}: {c}", file=sys.stderr)
+            if running is not None:
+                _BUILDING.set()
+            try:
+                prep = prepare_config(c, quick, groups)
+            finally:
+                _BUILDING.clear()
+            if running is not None:
+                rows += running.result()
+            running = guest.submit(measure, prep) if prep else None
+        if running is not None:
+            rows += running.result()
     return rows
 
 
@@ -124,10 +181,7 @@ def bench(name: str, configs: list[str], quick: bool, groups: list[str]) -> Path
         config.get_flavour(c)  # fails early, naming the known flavours
     plots.require()  # before the builds and runs, not after them
     command = "ukl bench " + shlex.join(sys.argv[2:]) if len(sys.argv) > 1 else "ukl bench"
-    rows: list[report.Row] = []
-    for i, c in enumerate(configs, 1):
-        print(f"ukl: bench config {i}/{len(configs)}: {c}", file=sys.stderr)
-        rows += run_config(c, quick, groups)
+    rows = run_configs(configs, quick, groups)
     out = results_dir() / name
     out.mkdir(parents=True, exist_ok=True)
     report.write_csv(rows, out / "results.csv")
