@@ -108,11 +108,19 @@ def _state(tree: Path, *inputs: object) -> str:
     return hashlib.sha256(f"{head}{_TARGET_FLAGS}{_CONFIGURE_ARGS}{inputs}".encode()).hexdigest()
 
 
-def _forget_target(out: Path, library: str) -> None:
-    """The top-level make configures a target library only once: remove its
-    build directory so that it is configured again, against the sysroot as
-    it is now (and compiled again, from ccache where nothing changed)."""
-    shutil.rmtree(out / TARGET / library, ignore_errors=True)
+def _stage_needed(tree: Path, library: str, stamp: Path, state: str, *,
+                  background: bool) -> bool:
+    """Whether `library` must be built for `state` (its stamp says what the
+    installed copy was built from). If so, the gcc tree is configured and
+    the library's old build directory removed: the top-level make
+    configures a target library only once, and it must be configured again
+    against the sysroot as it is now (then compiled, from ccache where
+    nothing changed)."""
+    if stamp.is_file() and stamp.read_text() == state:
+        return False
+    _configure(tree, build_dir(), background=background)
+    shutil.rmtree(build_dir() / TARGET / library, ignore_errors=True)
+    return True
 
 
 def build_libgcc(glibc_headers: str) -> None:
@@ -125,11 +133,9 @@ def build_libgcc(glibc_headers: str) -> None:
     state = _state(tree, glibc_headers)
     stamp = layout.ukl_libdir() / ".ukl-libgcc-installed"
     # Nothing in gcc changes between most builds; skip a minute of no-op make.
-    if stamp.is_file() and stamp.read_text() == state:
+    if not _stage_needed(tree, "libgcc", stamp, state, background=True):
         return
     jobs = f"-j{os.cpu_count() or 1}"
-    _configure(tree, out, background=True)
-    _forget_target(out, "libgcc")
     steps = [
         ("configure gcc", ["make", jobs, "configure-gcc"]),
         ("libiberty", ["make", jobs, "all-build-libiberty"]),
@@ -163,11 +169,9 @@ def build_libstdcxx(glibc_headers: str, glibc_symbols: str) -> None:
     out = build_dir()
     state = _state(tree, glibc_headers, glibc_symbols)
     stamp = layout.ukl_libdir() / ".ukl-libstdcxx-installed"
-    if stamp.is_file() and stamp.read_text() == state:
+    if not _stage_needed(tree, "libstdc++-v3", stamp, state, background=False):
         return
     jobs = f"-j{os.cpu_count() or 1}"
-    _configure(tree, out, background=False)
-    _forget_target(out, "libstdc++-v3")
     _step("configure libstdc++", ["make", *_SKIP_COMPILER, "configure-target-libstdc++-v3",
                                   *_HOST_TOOLS_FOR_TARGET], out)
     _step("libstdc++", ["make", jobs, *_SKIP_COMPILER, "all-target-libstdc++-v3",
