@@ -46,22 +46,23 @@ def _expected_lines(groups: list[str]) -> int:
     return sum(GROUP_LINES[g] for g in (groups or GROUP_LINES))
 
 
-# Set while the next config is being built beside a measurement: the
-# build draws its own progress line, so the measurement's status comes as
-# a whole line now and then instead of a line redrawn in place.
-_BUILDING = threading.Event()
+# How often a measurement's status is printed while a build runs beside it.
 _SPARSE_EVERY = 30.0
 
 
-def _progress(config_name: str, log: Path, total: int, done: threading.Event) -> None:
-    """The measurement's status, as the guest reports measurements."""
+def _progress(config_name: str, log: Path, total: int, done: threading.Event,
+              building: threading.Event) -> None:
+    """The measurement's status, as the guest reports measurements. While
+    `building` is set, the next config's build draws its own progress line,
+    so the status comes as a whole line now and then instead of a line
+    redrawn in place."""
     start = time.monotonic()
     last_line = start
     while not done.wait(1.0):
         count = log.read_text(errors="replace").count("\nbench,") if log.is_file() else 0
         now = time.monotonic()
         status = f"   [bench {config_name}] {count}/{total} measurements, {now - start:.0f} s"
-        if not _BUILDING.is_set():
+        if not building.is_set():
             sys.stderr.write(f"\r{status} ")
         elif now - last_line >= _SPARSE_EVERY:
             sys.stderr.write(f"\r\033[K{status}\n" if sys.stderr.isatty() else f"{status}\n")
@@ -100,8 +101,9 @@ def prepare_config(flavour: str, quick: bool, groups: list[str]) -> Prepared | N
     return Prepared(flavour, img, groups, args)
 
 
-def measure(prep: Prepared) -> list[report.Row]:
-    """Boot a prepared image under icount and read its measurements."""
+def measure(prep: Prepared, building: threading.Event) -> list[report.Row]:
+    """Boot a prepared image under icount and read its measurements
+    (`building`: see _progress)."""
     flavour, groups = prep.flavour, prep.groups
     opts = qemu.RunOptions(kernel=prep.img.kernel, initramfs=prep.img.initramfs, smp=1,
                            mem="1G", icount=True, gdb=False, append=[],
@@ -110,7 +112,7 @@ def measure(prep: Prepared) -> list[report.Row]:
     log.unlink(missing_ok=True)
     done = threading.Event()
     ticker = threading.Thread(target=_progress,
-                              args=(flavour, log, _expected_lines(groups), done))
+                              args=(flavour, log, _expected_lines(groups), done, building))
     ticker.start()
     try:
         outcome = run.run(opts, log_name=f"bench-{flavour}", timeout=RUN_TIMEOUT, echo=False)
@@ -135,19 +137,20 @@ def run_configs(configs: list[str], quick: bool, groups: list[str]) -> list[repo
     single-threaded guest, which leaves a core to the build, and under
     icount the figures do not depend on what else the host is doing."""
     rows: list[report.Row] = []
+    building = threading.Event()
     with ThreadPoolExecutor(max_workers=1) as guest:
         running: Future[list[report.Row]] | None = None
         for i, c in enumerate(configs, 1):
             print(f"ukl: bench config {i}/{len(configs)}: {c}", file=sys.stderr)
             if running is not None:
-                _BUILDING.set()
+                building.set()
             try:
                 prep = prepare_config(c, quick, groups)
             finally:
-                _BUILDING.clear()
+                building.clear()
             if running is not None:
                 rows += running.result()
-            running = guest.submit(measure, prep) if prep else None
+            running = guest.submit(measure, prep, building) if prep else None
         if running is not None:
             rows += running.result()
     return rows

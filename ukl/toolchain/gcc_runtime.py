@@ -108,11 +108,11 @@ def _state(tree: Path, *inputs: object) -> str:
     return hashlib.sha256(f"{head}{_TARGET_FLAGS}{_CONFIGURE_ARGS}{inputs}".encode()).hexdigest()
 
 
-def _stage_needed(tree: Path, library: str, stamp: Path, state: str, *,
-                  background: bool) -> bool:
-    """Whether `library` must be built for `state` (its stamp says what the
-    installed copy was built from). If so, the gcc tree is configured and
-    the library's old build directory removed: the top-level make
+def _start_stage(tree: Path, library: str, stamp: Path, state: str, *,
+                 background: bool) -> bool:
+    """Start building `library` for `state`, unless its stamp says the
+    installed copy was built from that (then return False). Starting
+    configures the gcc tree and removes the library's old build directory: the top-level make
     configures a target library only once, and it must be configured again
     against the sysroot as it is now (then compiled, from ccache where
     nothing changed)."""
@@ -133,7 +133,7 @@ def build_libgcc(glibc_headers: str) -> None:
     state = _state(tree, glibc_headers)
     stamp = layout.ukl_libdir() / ".ukl-libgcc-installed"
     # Nothing in gcc changes between most builds; skip a minute of no-op make.
-    if not _stage_needed(tree, "libgcc", stamp, state, background=True):
+    if not _start_stage(tree, "libgcc", stamp, state, background=True):
         return
     jobs = f"-j{os.cpu_count() or 1}"
     steps = [
@@ -169,7 +169,7 @@ def build_libstdcxx(glibc_headers: str, glibc_symbols: str) -> None:
     out = build_dir()
     state = _state(tree, glibc_headers, glibc_symbols)
     stamp = layout.ukl_libdir() / ".ukl-libstdcxx-installed"
-    if not _stage_needed(tree, "libstdc++-v3", stamp, state, background=False):
+    if not _start_stage(tree, "libstdc++-v3", stamp, state, background=False):
         return
     jobs = f"-j{os.cpu_count() or 1}"
     _step("configure libstdc++", ["make", *_SKIP_COMPILER, "configure-target-libstdc++-v3",
