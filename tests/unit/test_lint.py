@@ -114,16 +114,20 @@ def test_toolchain_build_rejects_a_dirty_library(tmp_path: Path, monkeypatch) ->
     dirty_dir.mkdir()
     dirty = _obj(dirty_dir, "void g(void) { __asm__ volatile(\"syscall\"); }\n")
     root = tmp_path / "sysroot"
-    for subdir, names in build.LINTED:
-        (root / subdir).mkdir(parents=True, exist_ok=True)
-        for name in names:
-            (root / subdir / name).write_bytes(clean.read_bytes())
+    for group in build.LINTED.values():
+        for subdir, names in group:
+            (root / subdir).mkdir(parents=True, exist_ok=True)
+            for name in names:
+                (root / subdir / name).write_bytes(clean.read_bytes())
     (root / layout.UKL_LIBDIR / "libgcc.a").write_bytes(dirty.read_bytes())
+    (root / layout.LIBDIR / "libstdc++.a").write_bytes(dirty.read_bytes())
     monkeypatch.setattr(layout, "sysroot", lambda: root)
     with pytest.raises(UklError, match="libgcc.a fails ukl lint") as err:
-        build.lint_libraries()
+        build.lint_libraries("c")
     assert "g: raw `syscall`" in err.value.detail
+    with pytest.raises(UklError, match="libstdc\\+\\+.a fails ukl lint"):
+        build.lint_libraries("c++")
     # Once clean, it passes and records that.
     (root / layout.UKL_LIBDIR / "libgcc.a").write_bytes(clean.read_bytes())
-    build.lint_libraries()
-    assert (root / ".ukl-libraries-linted").is_file()
+    build.lint_libraries("c")
+    assert (root / ".ukl-libraries-linted-c").is_file()

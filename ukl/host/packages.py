@@ -44,7 +44,9 @@ TOOLCHAIN = [
     Package("linux-libc-dev", "kernel UAPI headers installed into the UKL sysroot"),
     Package("binutils", "ld -r, objcopy and objdump for UKL objects and `ukl lint`"),
     Package("g++", "compiles C++ applications and the C++ support libraries"),
-    # gcc's configure insists on these even though no compiler is built.
+    Package("gcc-12-plugin-dev", "the headers gcc's own build generated, which libgcc's build"
+            " reads (no gcc is configured or built)"),
+    # gcc's top-level configure insists on these even though no compiler is built.
     Package("libgmp-dev", "configuring gcc-12-source for its runtime libraries"),
     Package("libmpfr-dev", "configuring gcc-12-source for its runtime libraries"),
     Package("libmpc-dev", "configuring gcc-12-source for its runtime libraries"),

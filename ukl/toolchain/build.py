@@ -14,22 +14,27 @@ from ukl.common.errors import UklError
 from ukl.sources import debian, series
 from ukl.toolchain import app_api, cache, gcc_runtime, glibc, host_entry, layout, lint
 
-LINTED = [
-    (layout.LIBDIR, ["crt1.o", "crti.o", "crtn.o", "libc.a", "libm.a", "libstdc++.a",
-                     "libsupc++.a"]),
-    (layout.UKL_LIBDIR, ["crtbeginT.o", "crtend.o", "libgcc.a", "libgcc_eh.a"]),
-]
+# Every library ukl-cc links in, in two groups: the C libraries are linted
+# while libstdc++'s configure runs (one process at a time, so a core is
+# free), the C++ ones once they are built.
+LINTED = {
+    "c": [(layout.LIBDIR, ["crt1.o", "crti.o", "crtn.o", "libc.a", "libm.a"]),
+          (layout.UKL_LIBDIR, ["crtbeginT.o", "crtend.o", "libgcc.a", "libgcc_eh.a"])],
+    "c++": [(layout.LIBDIR, ["libstdc++.a", "libsupc++.a"])],
+}
 
 
-def lint_libraries() -> None:
-    paths = [layout.sysroot() / subdir / name for subdir, names in LINTED for name in names]
+def lint_libraries(group: str) -> None:
+    """Lint one group of LINTED; a library that fails stops the build."""
+    paths = [layout.sysroot() / subdir / name for subdir, names in LINTED[group]
+             for name in names]
     for path in paths:
         if not path.is_file():
             raise UklError(f"{path} is missing; rerun `ukl toolchain build`")
     # Linting all of libc and libstdc++ takes a while: only redo it when a
     # library changed since it last passed.
     state = "\n".join(f"{p} {p.stat().st_mtime_ns}" for p in paths)
-    stamp = layout.sysroot() / ".ukl-libraries-linted"
+    stamp = layout.sysroot() / f".ukl-libraries-linted-{group}"
     if stamp.is_file() and stamp.read_text() == state:
         return
     for path in paths:
@@ -38,6 +43,11 @@ def lint_libraries() -> None:
             raise UklError(f"{path} fails ukl lint; it would be linked into every app",
                            detail=lint.report(path, findings, limit=20))
     stamp.write_text(state)
+
+
+def _build_libgcc_and_lint(gcc_tree: Path, glibc_headers: str) -> None:
+    gcc_runtime.build_libgcc(gcc_tree, glibc_headers)
+    lint_libraries("c")
 
 
 def _work_in_progress() -> bool:
@@ -64,21 +74,26 @@ def build() -> Path:
         return layout.sysroot()
     # Until it is stored again, the sysroot is no cache entry's copy.
     (layout.sysroot() / cache.KEY_FILE).unlink(missing_ok=True)
-    # libgcc needs only the C library's headers: it is configured and built
-    # beside libc.a, whose make keeps both cores busy while gcc's configure
-    # scripts mostly run one process at a time. libstdc++'s configure links
-    # test programs, so it waits for the finished C library.
-    tree = glibc.configure()
+    # Both cores are kept busy: the configure scripts, which run one process
+    # at a time, each run beside other work. gcc's top level is configured
+    # beside glibc's configure; libgcc (it needs only the C library's
+    # headers) is built and the C libraries are linted beside libstdc++'s
+    # configure, which links test programs and so waits for the finished C
+    # library. glibc's make alone keeps both cores busy.
+    gcc_tree = series.prepare(debian.get("gcc"))
     with ThreadPoolExecutor(max_workers=1) as pool:
+        gcc_configured = pool.submit(gcc_runtime.configure, gcc_tree)
+        tree = glibc.configure()
         headers = glibc.headers_digest()
-        libgcc = pool.submit(gcc_runtime.build_libgcc, headers)
-        # A glibc failure is reported once the pool has waited for libgcc.
+        # A glibc failure is reported once the pool has waited for gcc.
+        gcc_configured.result()
         root = glibc.build(tree)
-        libgcc.result()
-    gcc_runtime.build_libstdcxx(headers, glibc.symbols_digest())
+        c_libraries = pool.submit(_build_libgcc_and_lint, gcc_tree, headers)
+        gcc_runtime.build_libstdcxx(gcc_tree, headers, glibc.symbols_digest())
+        c_libraries.result()
     host_entry.build()
     app_api.install()
-    lint_libraries()
+    lint_libraries("c++")
     if key:
         cache.store(key)
     print(f"ukl: UKL toolchain built in {time.monotonic() - started:.0f} s", file=sys.stderr)

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from ukl.common import paths
-from ukl.common.buildenv import build_env
+from ukl.common.buildenv import DEPEND_MODE, NO_CCACHE, build_env, same_files_only
 from ukl.common.errors import UklError
 from ukl.common.proc import StepCounter, run_logged, run_quiet
 from ukl.sources import debian, series
@@ -47,7 +47,7 @@ def build_dir() -> Path:
 
 
 def _env() -> dict[str, str]:
-    return build_env(LC_ALL="C")
+    return build_env(LC_ALL="C", **DEPEND_MODE)
 
 
 def _kernel_headers() -> Path:
@@ -73,7 +73,7 @@ def _configure(tree: Path, out: Path) -> None:
     if (out / "config.make").is_file() and stamp.is_file() and stamp.read_text() == digest:
         return
     out.mkdir(parents=True, exist_ok=True)
-    run_logged(args, label="configure glibc", cwd=out, env=_env(),
+    run_logged(args, label="configure glibc", cwd=out, env=_env() | NO_CCACHE,
                log_path=paths.logs_dir() / "glibc-configure.log")
     stamp.write_text(digest)
 
@@ -159,7 +159,7 @@ def _forget_objects_if_tree_changed(tree: Path, out: Path) -> bool:
     files, so after any other change of the source tree than edits of
     existing C, header and assembly files every object is recompiled -
     from ccache for all the files the change does not touch. Returns
-    whether the objects were forgotten."""
+    whether there were objects to forget (not so in a first build)."""
     head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse").strip()
     stamp = out / ".ukl-tree-head"
     old = stamp.read_text() if stamp.is_file() else ""
@@ -168,11 +168,13 @@ def _forget_objects_if_tree_changed(tree: Path, out: Path) -> bool:
     if old and _only_sources_modified(tree, old, head):
         stamp.write_text(head)
         return False
+    forgotten = False
     for pattern in ("*.o", "*.a", "*.o.d"):
         for f in out.rglob(pattern):
             f.unlink()
+            forgotten = True
     stamp.write_text(head)
-    return True
+    return forgotten
 
 
 # Written twice, before and after the build: see symbols_digest().
@@ -221,8 +223,13 @@ def build(tree: Path) -> Path:
     if _forget_objects_if_tree_changed(tree, out):
         # ccache's direct mode has the same blind spot (it checks the headers
         # a file used, not new ones that now shadow them): hash the
-        # preprocessed source instead for this rebuild.
+        # preprocessed source instead for this rebuild, which finds the
+        # objects of every file the change does not touch.
         env["CCACHE_NODIRECT"] = "1"
+    else:
+        # Direct (depend) mode, made safe across trees: a cache entry made
+        # with another set of files in the tree never matches.
+        env |= same_files_only(out / ".ukl-tree-files", tree)
     counter = StepCounter.remembered(_COMPILE, out, _DEFAULT_STEPS)
     jobs = f"-j{os.cpu_count() or 1}"
     run_logged(["make", jobs, "lib"], label="glibc libc.a", cwd=out, env=env,
