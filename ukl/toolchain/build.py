@@ -79,7 +79,9 @@ def build() -> Path:
     # beside glibc's configure; libgcc (it needs only the C library's
     # headers) is built and the C libraries are linted beside libstdc++'s
     # configure, which links test programs and so waits for the finished C
-    # library. glibc's make alone keeps both cores busy.
+    # library; at the lowest priority, so that configure keeps its core.
+    # glibc's make alone keeps both cores busy (building libgcc beside it,
+    # even at the lowest priority, made it 23 s slower).
     gcc_tree = series.prepare(debian.get("gcc"))
     with ThreadPoolExecutor(max_workers=1) as pool:
         gcc_configured = pool.submit(gcc_runtime.configure, gcc_tree)

@@ -80,6 +80,10 @@ def _compile_env(tree: Path) -> dict[str, str]:
 
 def _step(label: str, cmd: list[str], cwd: Path, env: dict[str, str], *,
           background: bool = False) -> None:
+    """Run one step; a `background` step runs at the lowest priority, so it
+    takes only the CPU the step in the foreground leaves idle."""
+    if background:
+        cmd = ["nice", "-n", "19", *cmd]
     run_logged(cmd, label=f"gcc runtime: {label}", cwd=cwd, env=env, progress=not background,
                log_path=paths.logs_dir() / "gcc-runtime.log.d" / f"{label.replace(' ', '-')}.log")
 
@@ -193,9 +197,9 @@ def _host_gcc_objdir(objdir: Path) -> None:
 
 def build_libgcc(tree: Path, glibc_headers: str) -> None:
     """libgcc, libgcc_eh and the crt files into the sysroot (after
-    configure()). Needs only the C library's headers, and runs beside
-    libstdc++'s configure: its steps print no progress line of their own,
-    only when they are done.
+    configure()). Needs only the C library's headers, and runs in the
+    background beside libstdc++'s configure: its steps print no progress
+    line of their own, only when they are done.
     Rebuilt when gcc or those headers change."""
     out = build_dir()
     state = _state(tree, glibc_headers)
