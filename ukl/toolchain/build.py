@@ -76,12 +76,12 @@ def build() -> Path:
     (layout.sysroot() / cache.KEY_FILE).unlink(missing_ok=True)
     # Both cores are kept busy: the configure scripts, which run one process
     # at a time, each run beside other work. gcc's top level is configured
-    # beside glibc's configure; libgcc (it needs only the C library's
-    # headers) is built and the C libraries are linted beside libstdc++'s
-    # configure, which links test programs and so waits for the finished C
-    # library; at the lowest priority, so that configure keeps its core.
-    # glibc's make alone keeps both cores busy (building libgcc beside it,
-    # even at the lowest priority, made it 23 s slower).
+    # beside glibc's configure. libstdc++'s configure links test programs,
+    # so it waits for the finished C library; beside it, libgcc (it needs
+    # only the C library's headers) is built at the lowest priority, so that
+    # configure keeps its core, and the C libraries are linted. glibc's make
+    # alone keeps both cores busy (building libgcc beside it, even at the
+    # lowest priority, made it 23 s slower).
     gcc_tree = series.prepare(debian.get("gcc"))
     with ThreadPoolExecutor(max_workers=1) as pool:
         gcc_configured = pool.submit(gcc_runtime.configure, gcc_tree)

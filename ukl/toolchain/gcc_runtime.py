@@ -71,10 +71,13 @@ def _configure_env() -> dict[str, str]:
     return build_env(LC_ALL="C", **NO_CCACHE)
 
 
-def _compile_env(tree: Path) -> dict[str, str]:
-    """For compiling: ccache in depend mode, matching only entries made with
-    the same files in the gcc tree and the sysroot's headers."""
-    listing = same_files_only(build_dir() / ".ukl-tree-files", tree, layout.include_dir())
+def _compile_env(tree: Path, library: str) -> dict[str, str]:
+    """For compiling `library`: ccache in depend mode, matching only entries
+    made with the same files in the gcc tree and the sysroot's headers. Each
+    library has its own list: ccache reads it at every compile, and libgcc
+    may still be compiling when libstdc++'s is written."""
+    listing = same_files_only(build_dir() / f".ukl-files-{library}", tree,
+                              layout.include_dir())
     return build_env(LC_ALL="C", **DEPEND_MODE, **listing)
 
 
@@ -88,7 +91,7 @@ def _step(label: str, cmd: list[str], cwd: Path, env: dict[str, str], *,
                log_path=paths.logs_dir() / "gcc-runtime.log.d" / f"{label.replace(' ', '-')}.log")
 
 
-def _configure(tree: Path, out: Path, *, background: bool) -> None:
+def _configure(tree: Path, out: Path) -> None:
     env_vars = [
         "CC=ccache gcc", "CXX=ccache g++", "CFLAGS=-O2", "CXXFLAGS=-O2",
         f"CFLAGS_FOR_TARGET={_TARGET_FLAGS}", f"CXXFLAGS_FOR_TARGET={_CXX_TARGET_FLAGS}",
@@ -104,7 +107,7 @@ def _configure(tree: Path, out: Path, *, background: bool) -> None:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    _step("configure", ["env", *args], out, _configure_env(), background=background)
+    _step("configure", ["env", *args], out, _configure_env(), background=True)
     stamp.write_text(digest)
 
 
@@ -112,7 +115,7 @@ def configure(tree: Path) -> None:
     """Configure the gcc tree's top level (if its configuration changed),
     which every target library's build starts from. Prints only when done:
     it runs beside glibc's configure."""
-    _configure(tree, build_dir(), background=True)
+    _configure(tree, build_dir())
 
 
 def _install_libstdcxx(out: Path, env: dict[str, str]) -> None:
@@ -220,9 +223,10 @@ def build_libgcc(tree: Path, glibc_headers: str) -> None:
         ("strip split-stack", ["ar", "d", f"{TARGET}/libgcc/libgcc.a", *_SPLIT_STACK_OBJECTS],
          False),
     ]
-    configure_env, compile_env = _configure_env(), _compile_env(tree)
-    for label, cmd, configure in steps:
-        _step(label, cmd, out, configure_env if configure else compile_env, background=True)
+    configure_env, compile_env = _configure_env(), _compile_env(tree, "libgcc")
+    for label, cmd, runs_configure in steps:
+        _step(label, cmd, out, configure_env if runs_configure else compile_env,
+              background=True)
     ukl_lib = layout.ukl_libdir()
     ukl_lib.mkdir(parents=True, exist_ok=True)
     for name in _LIBGCC_OUTPUTS:
@@ -244,7 +248,7 @@ def build_libstdcxx(tree: Path, glibc_headers: str, glibc_symbols: str) -> None:
     jobs = f"-j{os.cpu_count() or 1}"
     _step("configure libstdc++", ["make", *_SKIP_COMPILER, "configure-target-libstdc++-v3",
                                   *_HOST_TOOLS_FOR_TARGET], out, _configure_env())
-    compile_env = _compile_env(tree)
+    compile_env = _compile_env(tree, "libstdc++")
     _step("libstdc++", ["make", jobs, *_SKIP_COMPILER, "all-target-libstdc++-v3",
                         *_HOST_TOOLS_FOR_TARGET], out, compile_env)
     _install_libstdcxx(out, compile_env)
