@@ -22,6 +22,7 @@ from pathlib import Path
 from ukl.bench import plots, report
 from ukl.common import paths
 from ukl.common.errors import UklError
+from ukl.common.proc import run_logged
 from ukl.image import appbuild, image
 from ukl.image.initramfs import InitramfsSpec
 from ukl.kernel import config
@@ -46,15 +47,15 @@ def _expected_lines(groups: list[str]) -> int:
     return sum(GROUP_LINES[g] for g in (groups or GROUP_LINES))
 
 
-# How often a measurement's status is printed while a build runs beside it.
+# How often a measurement's status is printed while something else runs.
 _SPARSE_EVERY = 30.0
 
 
 def _progress(config_name: str, log: Path, total: int, done: threading.Event,
-              building: threading.Event) -> None:
+              shared: threading.Event) -> None:
     """The measurement's status, as the guest reports measurements. While
-    `building` is set, the next config's build draws its own progress line,
-    so the status comes as a whole line now and then instead of a line
+    `shared` is set, a build or another measurement draws progress too, so
+    the status comes as a whole line now and then instead of a line
     redrawn in place."""
     start = time.monotonic()
     last_line = start
@@ -62,7 +63,7 @@ def _progress(config_name: str, log: Path, total: int, done: threading.Event,
         count = log.read_text(errors="replace").count("\nbench,") if log.is_file() else 0
         now = time.monotonic()
         status = f"   [bench {config_name}] {count}/{total} measurements, {now - start:.0f} s"
-        if not building.is_set():
+        if not shared.is_set():
             sys.stderr.write(f"\r{status} ")
         elif now - last_line >= _SPARSE_EVERY:
             sys.stderr.write(f"\r\033[K{status}\n" if sys.stderr.isatty() else f"{status}\n")
@@ -101,9 +102,9 @@ def prepare_config(flavour: str, quick: bool, groups: list[str]) -> Prepared | N
     return Prepared(flavour, img, groups, args)
 
 
-def measure(prep: Prepared, building: threading.Event) -> list[report.Row]:
+def measure(prep: Prepared, shared: threading.Event) -> list[report.Row]:
     """Boot a prepared image under icount and read its measurements
-    (`building`: see _progress)."""
+    (`shared`: see _progress)."""
     flavour, groups = prep.flavour, prep.groups
     opts = qemu.RunOptions(kernel=prep.img.kernel, initramfs=prep.img.initramfs, smp=1,
                            mem="1G", icount=True, gdb=False, append=[],
@@ -112,7 +113,7 @@ def measure(prep: Prepared, building: threading.Event) -> list[report.Row]:
     log.unlink(missing_ok=True)
     done = threading.Event()
     ticker = threading.Thread(target=_progress,
-                              args=(flavour, log, _expected_lines(groups), done, building))
+                              args=(flavour, log, _expected_lines(groups), done, shared))
     ticker.start()
     try:
         outcome = run.run(opts, log_name=f"bench-{flavour}", timeout=RUN_TIMEOUT, echo=False)
@@ -131,29 +132,50 @@ def measure(prep: Prepared, building: threading.Event) -> list[report.Row]:
     return rows
 
 
+def _toolchain_beside(configs: list[str]) -> Future[None] | None:
+    """Start the UKL toolchain build now, beside the first config's kernel,
+    if a UKL config will need it: from clean, the toolchain and the stock
+    kernel are the two long compiles, and run one after the other each
+    leaves a core idle in its serial stretches (configure scripts, the
+    kernel's final link). It runs as its own `ukl toolchain build`, its
+    output in a log, so its progress does not draw over the kernel's."""
+    if not any(config.is_ukl(config.get_flavour(c)) for c in configs):
+        return None
+    cmd = [sys.executable, str(paths.REPO_ROOT / "bin" / "ukl"), "toolchain", "build"]
+    builder = ThreadPoolExecutor(max_workers=1)
+    done = builder.submit(run_logged, cmd, label="UKL toolchain, beside the kernel",
+                          log_path=paths.logs_dir() / "bench-toolchain.log", progress=False)
+    builder.shutdown(wait=False)
+    return done
+
+
 def run_configs(configs: list[str], quick: bool, groups: list[str]) -> list[report.Row]:
-    """Every config's measurements, in order. The next config's kernel and
-    image are built while the current one is measured: QEMU runs one
-    single-threaded guest, which leaves a core to the build, and under
-    icount the figures do not depend on what else the host is doing."""
-    rows: list[report.Row] = []
-    building = threading.Event()
-    with ThreadPoolExecutor(max_workers=1) as guest:
-        running: Future[list[report.Row]] | None = None
+    """Every config's measurements, in order. Configs are built one after
+    the other, and each is measured as soon as it is built, beside the
+    next one's build and the other measurements (one guest per core): QEMU
+    runs one single-threaded guest, and under icount the figures do not
+    depend on what else the host is doing."""
+    toolchain_done = _toolchain_beside(configs)
+    shared = threading.Event()
+    if len(configs) > 1:
+        shared.set()
+    guests = ThreadPoolExecutor(max_workers=max(1, min(len(configs), os.cpu_count() or 1)))
+    running: list[Future[list[report.Row]]] = []
+    try:
         for i, c in enumerate(configs, 1):
             print(f"ukl: bench config {i}/{len(configs)}: {c}", file=sys.stderr)
-            if running is not None:
-                building.set()
-            try:
-                prep = prepare_config(c, quick, groups)
-            finally:
-                building.clear()
-            if running is not None:
-                rows += running.result()
-            running = guest.submit(measure, prep, building) if prep else None
-        if running is not None:
-            rows += running.result()
-    return rows
+            if toolchain_done is not None and config.is_ukl(config.get_flavour(c)):
+                toolchain_done.result()
+            prep = prepare_config(c, quick, groups)
+            if prep is not None:
+                running.append(guests.submit(measure, prep, shared))
+        return [row for r in running for row in r.result()]
+    finally:
+        if toolchain_done is not None:
+            # An early failure still waits for it: no build left running
+            # in the background of the next command.
+            toolchain_done.exception()
+        guests.shutdown(wait=True)
 
 
 def _meta(configs: list[str], command: str, quick: bool, groups: list[str]) -> dict:

@@ -11,13 +11,14 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from ukl.common import paths
 from ukl.common.buildenv import build_env
 from ukl.common.errors import UklError
 from ukl.common.proc import StepCounter, run_logged
-from ukl.kernel import config
+from ukl.kernel import config, seed
 from ukl.sources import debian, series
 
 # Kbuild's quiet output: two spaces, an upper-case tag, the target.
@@ -69,6 +70,19 @@ def configure(tree: Path, flavour: config.Flavour, out: Path) -> Path:
     return dot_config
 
 
+def _seed_first_build(flavour: config.Flavour, out: Path) -> None:
+    """A never-configured output directory starts as a copy of the nearest
+    built flavour's (see ukl.kernel.seed)."""
+    if (out / ".config").is_file():
+        return
+    source = seed.nearest(config.merged_options(flavour), out.parent, exclude=out)
+    if source is None:
+        return
+    print(f"ukl: kernel {flavour.name}: first build, starting from {source.name}'s objects",
+          file=sys.stderr)
+    seed.seed(out, source)
+
+
 def build(flavour_name: str, ukl_app: Path | None = None, build_as: str | None = None) -> Path:
     """Build vmlinux for a flavour (incrementally) and return its path.
 
@@ -90,8 +104,9 @@ def build(flavour_name: str, ukl_app: Path | None = None, build_as: str | None =
     out = output_dir(build_as or flavour.name)
     out.mkdir(parents=True, exist_ok=True)
     # One build per output directory at a time: the app link rewrites vmlinux.
-    with (out / ".ukl-build.lock").open("w") as lock:
+    with (out / seed.LOCK_NAME).open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        _seed_first_build(flavour, out)
         configure(tree, flavour, out)
         targets = ["vmlinux"]
         if ukl_app is not None:

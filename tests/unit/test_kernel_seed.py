@@ -1,0 +1,77 @@
+"""A flavour's first build starts from the nearest built flavour's objects."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ukl.common.errors import UklError
+from ukl.kernel import seed
+
+
+def _built(builds: Path, name: str, config_text: str, *, vmlinux: bool = True) -> Path:
+    d = builds / name
+    (d / "kernel").mkdir(parents=True)
+    (d / ".config").write_text(config_text)
+    (d / "kernel" / "fork.o").write_text(f"object of {name}")
+    os.utime(d / "kernel" / "fork.o", (1_000_000, 1_000_000))
+    (d / "source").symlink_to("/nonexistent/linux")
+    (d / seed.LOCK_NAME).write_text("")
+    (d / ".ukl-steps").write_text("1560")
+    if vmlinux:
+        (d / "vmlinux").write_text("elf")
+    return d
+
+
+def test_nearest_picks_the_fewest_differing_options(tmp_path: Path) -> None:
+    _built(tmp_path, "stock", "# CONFIG_UKL is not set\n# CONFIG_BYP is not set\n")
+    _built(tmp_path, "ukl", "CONFIG_UKL=y\n# CONFIG_BYP is not set\n")
+    # Closest of all, but never finished (no vmlinux): not a seed.
+    _built(tmp_path, "broken", "CONFIG_UKL=y\nCONFIG_BYP=y\n", vmlinux=False)
+    out = tmp_path / "ukl-byp"
+    wanted = {"CONFIG_UKL": "y", "CONFIG_BYP": "y"}
+    assert seed.nearest(wanted, tmp_path, exclude=out) == tmp_path / "ukl"
+    assert seed.nearest({"CONFIG_UKL": "n"}, tmp_path, exclude=out) == tmp_path / "stock"
+
+
+def test_nearest_without_any_build_is_none(tmp_path: Path) -> None:
+    assert seed.nearest({"CONFIG_A": "y"}, tmp_path / "missing", exclude=tmp_path) is None
+    _built(tmp_path, "only", "CONFIG_A=y\n")
+    assert seed.nearest({"CONFIG_A": "y"}, tmp_path, exclude=tmp_path / "only") is None
+
+
+def test_seed_copies_objects_with_timestamps_but_not_the_lock(tmp_path: Path) -> None:
+    source = _built(tmp_path, "stock", "CONFIG_A=y\n")
+    out = tmp_path / "ukl"
+    out.mkdir()
+    (out / seed.LOCK_NAME).write_text("mine")
+    (out / "leftover.o").write_text("from an interrupted seed")
+    seed.seed(out, source)
+    copied = out / "kernel" / "fork.o"
+    assert copied.read_text() == "object of stock"
+    assert copied.stat().st_mtime == 1_000_000  # Kbuild's up-to-date test
+    assert os.readlink(out / "source") == "/nonexistent/linux"
+    assert (out / ".config").read_text() == "CONFIG_A=y\n"
+    assert (out / seed.LOCK_NAME).read_text() == "mine"
+    assert not (out / ".ukl-steps").exists()
+    assert not (out / "leftover.o").exists()
+    assert not (tmp_path / ".ukl.seeding").exists()
+    # The source is untouched.
+    assert (source / ".ukl-steps").read_text() == "1560"
+
+
+def test_failed_copy_leaves_no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _built(tmp_path, "stock", "CONFIG_A=y\n")
+    out = tmp_path / "ukl"
+    out.mkdir()
+
+    def disk_full(cmd: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(cmd, 1, "", "cp: error writing: No space left")
+
+    monkeypatch.setattr(seed.subprocess, "run", disk_full)
+    with pytest.raises(UklError, match="could not seed .* No space left"):
+        seed.seed(out, source)
+    assert not (out / ".config").exists()
+    assert not (tmp_path / ".ukl.seeding").exists()
