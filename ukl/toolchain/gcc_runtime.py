@@ -252,4 +252,8 @@ def build_libstdcxx(tree: Path, glibc_headers: str, glibc_symbols: str) -> None:
     _step("libstdc++", ["make", jobs, *_SKIP_COMPILER, "all-target-libstdc++-v3",
                         *_HOST_TOOLS_FOR_TARGET], out, compile_env)
     _install_libstdcxx(out, compile_env)
+    # libgcc, beside this at the lowest priority, usually creates the
+    # directory first, but not on a loaded machine (seen with a kernel
+    # build beside the toolchain: libgcc took 167 s, libstdc++ 79 s).
+    stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(state)
