@@ -171,9 +171,11 @@ def run_configs(configs: list[str], quick: bool, groups: list[str]) -> list[repo
                 running.append(guests.submit(measure, prep, shared))
         return [row for r in running for row in r.result()]
     finally:
-        if toolchain_done is not None:
-            # An early failure still waits for it: no build left running
-            # in the background of the next command.
+        if toolchain_done is not None and not toolchain_done.done():
+            # A failure elsewhere still lets it finish (and be cached) rather
+            # than leave a build running behind the next command.
+            print("ukl: waiting for the UKL toolchain build beside it to finish "
+                  f"(log: {paths.logs_dir() / 'bench-toolchain.log'})", file=sys.stderr)
             toolchain_done.exception()
         guests.shutdown(wait=True)
 
