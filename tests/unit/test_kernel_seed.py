@@ -75,3 +75,24 @@ def test_failed_copy_leaves_no_config(tmp_path: Path, monkeypatch: pytest.Monkey
         seed.seed(out, source)
     assert not (out / ".config").exists()
     assert not (tmp_path / ".ukl.seeding").exists()
+
+
+def test_seed_points_host_tool_commands_at_the_copy(tmp_path: Path) -> None:
+    # objtool's .cmd files hold the output directory's absolute path; left
+    # as they are, objtool is rebuilt in the copy and every object after it.
+    source = _built(tmp_path, "ukl", "CONFIG_A=y\n")
+    (tmp_path / "ukl-byp").mkdir()
+    cmd = source / "tools" / "objtool" / ".check.o.cmd"
+    cmd.parent.mkdir(parents=True)
+    cmd.write_text(f"cmd_{source}/tools/objtool/check.o := gcc -o {source}/tools/objtool/check.o\n"
+                   f"deps := {tmp_path}/ukl-byp/other.h\n")
+    os.utime(cmd, (2_000_000, 2_000_000))
+    out = tmp_path / "ukl-nss"
+    out.mkdir()
+    seed.seed(out, source)
+    moved = out / "tools" / "objtool" / ".check.o.cmd"
+    assert moved.read_text() == (
+        f"cmd_{out}/tools/objtool/check.o := gcc -o {out}/tools/objtool/check.o\n"
+        f"deps := {tmp_path}/ukl-byp/other.h\n")  # a sibling's path is not the source's
+    assert moved.stat().st_mtime == 2_000_000
+    assert str(source) in cmd.read_text()  # the source is untouched
