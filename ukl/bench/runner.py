@@ -52,18 +52,17 @@ _SPARSE_EVERY = 30.0
 
 
 def _progress(config_name: str, log: Path, total: int, done: threading.Event,
-              shared: threading.Event) -> None:
-    """The measurement's status, as the guest reports measurements. While
-    `shared` is set, a build or another measurement draws progress too, so
-    the status comes as a whole line now and then instead of a line
-    redrawn in place."""
+              shared: bool) -> None:
+    """The measurement's status, as the guest reports measurements. With
+    `shared`, builds or other measurements draw progress too, so the status
+    comes as a whole line now and then instead of a line redrawn in place."""
     start = time.monotonic()
     last_line = start
     while not done.wait(1.0):
         count = log.read_text(errors="replace").count("\nbench,") if log.is_file() else 0
         now = time.monotonic()
         status = f"   [bench {config_name}] {count}/{total} measurements, {now - start:.0f} s"
-        if not shared.is_set():
+        if not shared:
             sys.stderr.write(f"\r{status} ")
         elif now - last_line >= _SPARSE_EVERY:
             sys.stderr.write(f"\r\033[K{status}\n" if sys.stderr.isatty() else f"{status}\n")
@@ -102,7 +101,7 @@ def prepare_config(flavour: str, quick: bool, groups: list[str]) -> Prepared | N
     return Prepared(flavour, img, groups, args)
 
 
-def measure(prep: Prepared, shared: threading.Event) -> list[report.Row]:
+def measure(prep: Prepared, shared: bool) -> list[report.Row]:
     """Boot a prepared image under icount and read its measurements
     (`shared`: see _progress)."""
     flavour, groups = prep.flavour, prep.groups
@@ -156,9 +155,8 @@ def run_configs(configs: list[str], quick: bool, groups: list[str]) -> list[repo
     runs one single-threaded guest, and under icount the figures do not
     depend on what else the host is doing."""
     toolchain_done = _toolchain_beside(configs)
-    shared = threading.Event()
-    if len(configs) > 1:
-        shared.set()
+    # With more than one config, builds and guests overlap on the terminal.
+    shared = len(configs) > 1
     guests = ThreadPoolExecutor(max_workers=max(1, min(len(configs), os.cpu_count() or 1)))
     running: list[Future[list[report.Row]]] = []
     try:

@@ -2,9 +2,10 @@
 
 Flavours differ in a handful of options, and Kbuild records which options
 each object depends on (fixdep), so a copy of a built sibling's output
-directory, reconfigured, recompiles only what those options touch: a UKL
-flavour seeded from stock rebuilds the few dozen objects that read
-CONFIG_UNIKERNEL_LINUX instead of all of them. This is the incremental
+directory, reconfigured, recompiles only what those options touch:
+`ukl-ret` seeded from `ukl` reassembles entry_64.S and relinks. (`ukl`
+from `stock` gains nothing: nearly every object reads
+CONFIG_UNIKERNEL_LINUX through common headers.) This is the incremental
 build kernel developers run every day after changing .config; `ukl matrix`
 has relied on it for its 96 combinations.
 """
@@ -26,11 +27,6 @@ LOCK_NAME = ".ukl-build.lock"
 _NOT_COPIED = {LOCK_NAME, ".ukl-steps"}
 
 
-def distance(wanted: dict[str, str], built: dict[str, str]) -> int:
-    """How many of the wanted options a built .config does not have."""
-    return len(config.mismatches(wanted, built))
-
-
 def nearest(wanted: dict[str, str], builds: Path, exclude: Path) -> Path | None:
     """The built output directory under `builds` whose .config is closest to
     `wanted` (None: nothing built yet). A directory counts as built when it
@@ -47,7 +43,8 @@ def nearest(wanted: dict[str, str], builds: Path, exclude: Path) -> Path | None:
             built = config.parse((d / ".config").read_text(), str(d / ".config"))
         except (OSError, UklError):
             continue
-        key = (distance(wanted, built), d.name)
+        # Fewest wanted options the built .config lacks; ties by name.
+        key = (len(config.mismatches(wanted, built)), d.name)
         if best is None or key < best:
             best = key
     return builds / best[1] if best else None
