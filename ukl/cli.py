@@ -245,9 +245,10 @@ def dispatch(args: argparse.Namespace, program_args: list[str]) -> int:
     if args.command == "setup":
         from ukl.host import packages, pymodules
         packages.ensure()
-        pymodules.ensure()
-        print("ukl: all required Debian packages and Python modules are installed",
-              file=sys.stderr)
+        source = {"debian": "from Debian packages", "pypi": "from PyPI",
+                  "present": "already there"}[pymodules.ensure()]
+        print("ukl: all required Debian packages are installed; Python modules for "
+              f"{sys.executable}: {source}", file=sys.stderr)
         return 0
     if args.command == "series":
         return _cmd_series(args)

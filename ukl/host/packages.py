@@ -65,7 +65,14 @@ APPS = [
     Package("autopoint", "autoreconf of packages that use gettext (GNU hello, ...)"),
     Package("patch", "recipes' own patches on Debian sources (apps/debian/redis/*.patch)"),
 ]
-ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME + APPS
+# Checks `make test` runs on the project itself.
+DEVELOP = [
+    Package("python3", "Debian's interpreter, which runs the lint tools below"),
+    Package("flake8", "lints the ukl tool's Python code (make lint, make test)"),
+    Package("mypy", "type-checks the ukl tool's Python code with --strict"),
+    Package("python3-ply", "the kernel's checkpatch.pl checks SPDX lines with it"),
+]
+ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME + APPS + DEVELOP
 
 
 def installed(names: list[str]) -> set[str]:

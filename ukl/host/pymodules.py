@@ -1,42 +1,92 @@
 """Python modules UKL's own tools need beyond the standard library.
 
-The interpreter running UKL may not be Debian's (pyenv, a venv), so these
-come from PyPI, installed with that interpreter's pip: pytest runs the test
-suite, matplotlib draws `ukl bench`'s figures. Everything else is stdlib.
+Where they come from depends on the interpreter running UKL:
+
+* Debian's own `/usr/bin/python3` is "externally managed" (PEP 668: its
+  standard library directory holds an EXTERNALLY-MANAGED file), and its
+  pip refuses to install anything (`externally-managed-environment`). The
+  modules then come from Debian's packages (python3-pytest, ...), installed
+  with apt-get like every other package `ukl setup` needs.
+* Any other interpreter (pyenv, a virtual environment, a self-built Python)
+  gets them from PyPI through its own pip.
+
+`ukl setup` says which, and why.
 """
 from __future__ import annotations
 
 import importlib.util
 import subprocess
 import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
 
 from ukl.common.errors import UklError
-
-MODULES = {
-    "pytest": "runs the test suite (make test)",
-    "matplotlib": "`ukl bench` draws its figures (PNG)",
-}
+from ukl.host import packages
 
 
-def missing() -> list[str]:
-    return [name for name in MODULES if importlib.util.find_spec(name) is None]
+@dataclass(frozen=True)
+class Module:
+    name: str     # what `import` takes
+    debian: str   # the Debian package that provides it for Debian's python3
+    pypi: str     # the PyPI distribution that provides it elsewhere
+    why: str
 
 
-def ensure() -> None:
-    """Install the missing modules from PyPI, saying what and why."""
-    todo = missing()
+MODULES = (
+    Module("pytest", "python3-pytest", "pytest", "runs the test suite (make test)"),
+    Module("matplotlib", "python3-matplotlib", "matplotlib",
+           "`ukl bench` draws its figures (PNG)"),
+)
+
+
+def externally_managed(prefix: str | None = None, base_prefix: str | None = None,
+                       stdlib: Path | None = None) -> bool:
+    """Whether pip refuses to install into the running interpreter (PEP 668).
+
+    A virtual environment is never externally managed, even when the
+    interpreter it was made from is."""
+    if (prefix or sys.prefix) != (base_prefix or sys.base_prefix):
+        return False
+    stdlib = stdlib or Path(sysconfig.get_path("stdlib"))
+    return (stdlib / "EXTERNALLY-MANAGED").is_file()
+
+
+def missing(modules: tuple[Module, ...] = MODULES) -> list[Module]:
+    return [m for m in modules if importlib.util.find_spec(m.name) is None]
+
+
+def ensure(modules: tuple[Module, ...] = MODULES) -> str:
+    """Make the modules importable by this interpreter; return where they
+    came from ("debian", "pypi" or "present")."""
+    todo = missing(modules)
     if not todo:
-        return
-    print(f"ukl: installing Python modules for {sys.executable} from PyPI:", file=sys.stderr)
-    for name in todo:
-        print(f"   {name:18} {MODULES[name]}", file=sys.stderr)
-    res = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *todo],
+        return "present"
+    if externally_managed():
+        print(f"ukl: {sys.executable} is Debian's interpreter (externally managed, "
+              "PEP 668): its Python modules come from Debian packages", file=sys.stderr)
+        packages.ensure([packages.Package(m.debian, m.why) for m in todo])
+        source = "debian"
+    else:
+        _pip_install(todo)
+        source = "pypi"
+    importlib.invalidate_caches()
+    still = missing(modules)
+    if still:
+        raise UklError(f"{', '.join(m.name for m in still)} still cannot be imported by "
+                       f"{sys.executable} after installing them from {source}")
+    return source
+
+
+def _pip_install(todo: list[Module]) -> None:
+    print(f"ukl: installing Python modules for {sys.executable} from PyPI "
+          "(not Debian's interpreter, so not from Debian packages):", file=sys.stderr)
+    for m in todo:
+        print(f"   {m.pypi:18} {m.why}", file=sys.stderr)
+    names = [m.pypi for m in todo]
+    res = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *names],
                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if res.returncode != 0:
-        raise UklError(f"pip install {' '.join(todo)} failed (exit status {res.returncode}); "
-                       "check that PyPI is reachable, then rerun `ukl setup`",
-                       detail=(res.stderr or res.stdout)[-2000:])
-    importlib.invalidate_caches()
-    still = missing()
-    if still:
-        raise UklError(f"pip did not make {', '.join(still)} importable by {sys.executable}")
+        raise UklError(f"pip install {' '.join(names)} failed (exit status "
+                       f"{res.returncode}); check that PyPI is reachable, then rerun "
+                       "`ukl setup`", detail=(res.stderr or res.stdout)[-2000:])
