@@ -1,7 +1,7 @@
 # UKL: Unikernel Linux.
 #
 #   make run    build the kernel and the hello example, boot it under QEMU
-#   make test   the whole test suite (unit, host-side toolchain, QEMU boot tests)
+#   make test   the whole test suite (lint, unit, host-side toolchain, QEMU boot tests)
 #
 # Both install the Debian packages they need first (`make setup`, as root).
 # Everything generated goes to build/ (ignored by git).
@@ -11,7 +11,7 @@ UKL := $(PYTHON) bin/ukl
 # Arguments for the hello program: make run ARGS="one two"
 ARGS ?=
 
-.PHONY: run test unit setup kernel toolchain sources clean help
+.PHONY: run test unit lint setup kernel toolchain sources clean help
 
 help:
 	@sed -n '3,5p' Makefile
@@ -24,9 +24,16 @@ run: setup
 test: setup sources kernel toolchain
 	$(PYTHON) -m pytest --durations=25 tests
 
-# Unit tests only: no kernel build, no QEMU.
+# Unit tests only (lint included): no kernel build, no QEMU.
 unit:
 	$(PYTHON) -m pytest tests/unit
+
+# flake8 and mypy --strict on ukl/ (config: pyproject.toml), the import
+# layering, and checkpatch on the patch series.
+lint:
+	$(PYTHON) -m pytest tests/unit/test_code_style.py tests/unit/test_layering.py
+	$(UKL) series check linux
+	$(UKL) series check glibc
 
 setup:
 	$(UKL) setup
@@ -34,18 +41,11 @@ setup:
 sources:
 	$(UKL) series prepare all
 
-# The flavours the tests use, from the same patched tree: stock (every UKL
-# option off), the UKL base model, UKL_BYP, UKL_RET, RET + BYP with the
-# shortcuts and run-to-completion, and the stack options UKL_PF_DF (instead of
-# the default UKL_PF_SS) and UKL_NSS_PS (kernel/flavours.ini).
+# Every named flavour (`ukl kernel list`): stock, the UKL base model, one
+# per option marked in kernel/options.ini, and kernel/flavours.ini's
+# combinations. The tests use each.
 kernel:
-	$(UKL) kernel build stock
-	$(UKL) kernel build ukl
-	$(UKL) kernel build ukl-byp
-	$(UKL) kernel build ukl-ret
-	$(UKL) kernel build ukl-ret-byp
-	$(UKL) kernel build ukl-pf-df
-	$(UKL) kernel build ukl-nss-ps
+	$(UKL) kernel build
 
 # UKL glibc, gcc runtime libraries and ukl-cc/ukl-c++ support files.
 toolchain:

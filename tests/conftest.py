@@ -6,12 +6,21 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAMS = REPO / "tests" / "programs"
+# Programs the tool itself boots (lebench, memclient, the base-model suite).
+GUEST = REPO / "guest"
 sys.path.insert(0, str(REPO))
+
+from ukl.kbuild.flavour import named as _named_flavours  # noqa: E402
+
+
+def flavour_names() -> list[str]:
+    return list(_named_flavours())
 
 
 def ukl(*args: str, timeout: float = 900,
@@ -23,61 +32,24 @@ def ukl(*args: str, timeout: float = 900,
                           env={**os.environ, **env} if env else None)
 
 
-@pytest.fixture(scope="session")
-def stock_kernel() -> Path:
-    """The stock vmlinux, built (incrementally) if needed."""
-    from ukl.kernel import build
-    return build.build("stock")
+def fixture_name(flavour: str) -> str:
+    """The session fixture that builds a named flavour: ukl-nss-ps ->
+    ukl_nss_ps_kernel."""
+    return flavour.replace("-", "_") + "_kernel"
 
 
-@pytest.fixture(scope="session")
-def ukl_kernel() -> Path:
-    """The UKL-flavour vmlinux without an application (each image links its
-    own), built (incrementally) if needed."""
-    from ukl.kernel import build
-    return build.build("ukl")
+def _kernel_fixture(name: str) -> Callable[[], Path]:
+    def build_kernel() -> Path:
+        from ukl.kbuild import build, flavour
+        return build.build(flavour.get(name))
+    build_kernel.__doc__ = f"The {name} vmlinux, built (incrementally) if needed."
+    return pytest.fixture(scope="session", name=fixture_name(name))(build_kernel)
 
 
-@pytest.fixture(scope="session")
-def byp_kernel() -> Path:
-    """The UKL_BYP flavour (base model + system call bypass)."""
-    from ukl.kernel import build
-    return build.build("ukl-byp")
-
-
-@pytest.fixture(scope="session")
-def ret_kernel() -> Path:
-    """The UKL_RET flavour (base model + popf/ret return from faults)."""
-    from ukl.kernel import build
-    return build.build("ukl-ret")
-
-
-@pytest.fixture(scope="session")
-def sc_kernel() -> Path:
-    """UKL_RET + UKL_BYP + UKL_SHORTCUTS + UKL_RTC (flavour ukl-ret-byp)."""
-    from ukl.kernel import build
-    return build.build("ukl-ret-byp")
-
-
-@pytest.fixture(scope="session")
-def pfdf_kernel() -> Path:
-    """UKL_PF_DF instead of the default UKL_PF_SS (flavour ukl-pf-df)."""
-    from ukl.kernel import build
-    return build.build("ukl-pf-df")
-
-
-@pytest.fixture(scope="session")
-def nss_kernel() -> Path:
-    """UKL_NSS: system calls on the app's own stack (flavour ukl-nss)."""
-    from ukl.kernel import build
-    return build.build("ukl-nss")
-
-
-@pytest.fixture(scope="session")
-def nss_ps_kernel() -> Path:
-    """UKL_NSS_PS: app threads on pinned kernel-half stacks (flavour ukl-nss-ps)."""
-    from ukl.kernel import build
-    return build.build("ukl-nss-ps")
+# One fixture per named flavour (kernel/flavours.ini, kernel/options.ini),
+# so a new option's flavour gets its fixture without a line here.
+for _name in flavour_names():
+    globals()[fixture_name(_name)] = _kernel_fixture(_name)
 
 
 def stop_run(runner: subprocess.Popen[str]) -> None:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import REPO, ukl
+from tests.conftest import REPO, fixture_name, ukl
 
 pytestmark = pytest.mark.boot
 
 
 @pytest.mark.parametrize("kernel,mode", [("ukl", "ukl"), ("stock", "process")])
-def test_package_without_recipe_builds_and_runs(kernel: str, mode: str, request) -> None:  # noqa: ANN001
-    request.getfixturevalue(f"{kernel}_kernel")
-    assert not (REPO / "apps" / "debian" / "hello.ini").exists()
+def test_package_without_recipe_builds_and_runs(kernel: str, mode: str, request) -> None:
+    request.getfixturevalue(fixture_name(kernel))
+    assert not (REPO / "recipes" / "hello.ini").exists()
     name = f"t-deb-hello-{kernel}"
     res = ukl("build", "--debian", "hello", "-o", name, "--kernel", kernel, timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr

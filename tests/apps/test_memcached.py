@@ -17,7 +17,7 @@ KEYS_PER_CLIENT = 50
 
 
 @pytest.fixture(scope="module")
-def memcached_image(ukl_kernel) -> str:  # noqa: ANN001 - fixture
+def memcached_image(ukl_kernel) -> str:
     return guest.build_debian("memcached")
 
 

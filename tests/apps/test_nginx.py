@@ -1,5 +1,5 @@
 """nginx from Debian source as a UKL unikernel, serving a static page to the
-host. It runs as one process (apps/debian/nginx/nginx.conf says why)."""
+host. It runs as one process (recipes/nginx/nginx.conf says why)."""
 from __future__ import annotations
 
 import socket
@@ -14,11 +14,11 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.boot
 HOST_PORT = 18080
-PAGE = (REPO / "apps" / "debian" / "nginx" / "index.html").read_bytes()
+PAGE = (REPO / "recipes" / "nginx" / "index.html").read_bytes()
 
 
 @pytest.fixture(scope="module")
-def nginx_image(ukl_kernel) -> str:  # noqa: ANN001 - fixture
+def nginx_image(ukl_kernel) -> str:
     return guest.build_debian("nginx")
 
 

@@ -20,7 +20,7 @@ HOST_PORT = 16379
 
 
 @pytest.fixture(scope="module")
-def redis_image(ukl_kernel) -> str:  # noqa: ANN001 - fixture
+def redis_image(ukl_kernel) -> str:
     return guest.build_debian("redis")
 
 
@@ -56,8 +56,8 @@ def test_redis_image_links_redis_into_the_kernel(redis_image: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def redis_shortcut_image(sc_kernel) -> str:  # noqa: ANN001 - fixture
-    # The same build (apps/debian/redis/ukl-shortcuts.patch applied) on a
+def redis_shortcut_image(ukl_ret_byp_kernel) -> str:
+    # The same build (recipes/redis/ukl-shortcuts.patch applied) on a
     # kernel with UKL_SHORTCUTS: client reads/writes go through them.
     return guest.build_debian("redis", "--kernel", "ukl-ret-byp", "-o", "redis-sc")
 

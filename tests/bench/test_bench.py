@@ -1,6 +1,7 @@
 """`ukl bench`: parsing and reports (fast), and a repeatability run (QEMU)."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -9,6 +10,8 @@ import pytest
 
 from tests.conftest import PROGRAMS, ukl
 from ukl.bench import report
+from ukl.kbuild import flavour
+from ukl.results import ResultsWriter
 
 CONSOLE = """boot noise
 bench,getppid,0,10000,213,214
@@ -24,18 +27,27 @@ def test_parse_takes_only_bench_lines() -> None:
         ("getppid", 0, 213, 214), ("read-file", 1, 1224, 1249), ("read-file", 4096, 1300, 1350)]
 
 
-def test_markdown_has_ratio_and_instruction_note(tmp_path: Path) -> None:
+def test_markdown_has_ratio_and_instruction_note(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     rows = report.parse(CONSOLE, "stock") + [
         report.Row("ukl", "getppid", 0, 10000, 100, 107)]
-    md = report.markdown(rows, ["stock", "ukl"], "ukl bench")
+    monkeypatch.setenv("UKL_RESULTS_DIR", str(tmp_path))
+    out = ResultsWriter("r", "ukl bench --name r")
+    md = out.markdown("results.md", report.markdown(rows, ["stock", "ukl"])).read_text()
+    assert md.startswith("Command: `ukl bench --name r` (run 20")
     assert "| getppid | - | 214 (213) | 107 (100) | 0.50 |" in md
     assert "instructions" in md and "swapgs" in md
-    report.write_csv(rows, tmp_path / "r.csv")
-    assert report.read_csv(tmp_path / "r.csv") == rows
+    csv_path = out.csv("results.csv", report.CSV_HEADER, report.csv_rows(rows))
+    assert report.read_csv(csv_path) == rows
+    meta = json.loads(out.meta("meta.json", [flavour.get("stock")], groups=["floor"])
+                      .read_text())
+    assert meta["command"] == "ukl bench --name r" and meta["groups"] == ["floor"]
+    assert meta["configs"] == {"stock": ["base.config"]}
+    assert meta["kernel"].startswith("linux-source-6.1 ")
 
 
 @pytest.mark.boot
-def test_quick_subset_is_repeatable(tmp_path: Path, stock_kernel, ukl_kernel) -> None:  # noqa: ANN001
+def test_quick_subset_is_repeatable(tmp_path: Path, stock_kernel, ukl_kernel) -> None:
     # Under -icount the guest's rdtsc counts instructions: two runs of the
     # same subset must give the very same figures.
     env = {"UKL_RESULTS_DIR": str(tmp_path)}
@@ -54,7 +66,7 @@ def test_quick_subset_is_repeatable(tmp_path: Path, stock_kernel, ukl_kernel) ->
 
 
 @pytest.mark.boot
-def test_stock_getppid_matches_a_plain_static_loop(tmp_path: Path, stock_kernel) -> None:  # noqa: ANN001
+def test_stock_getppid_matches_a_plain_static_loop(tmp_path: Path, stock_kernel) -> None:
     # The yardstick is a getppid loop of the host's own gcc -static and
     # glibc, nothing of ours but the kernel: `ukl bench`'s stock figure
     # must count the same work.

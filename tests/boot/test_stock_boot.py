@@ -6,9 +6,6 @@ checks the console output and the exit status that reaches the host.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-import time
 
 import pytest
 
@@ -19,7 +16,7 @@ BOOT_TIMEOUT = "120"
 
 
 @pytest.fixture(scope="module")
-def exit_image(stock_kernel) -> str:  # noqa: ANN001 - fixture
+def exit_image(stock_kernel) -> str:
     res = ukl("build", str(PROGRAMS / "exit_with.c"), "-o", "t-exit", "--kernel", "stock")
     assert res.returncode == 0, res.stderr
     return "t-exit"
@@ -53,7 +50,7 @@ def test_icount_mode_boots(exit_image: str) -> None:
     assert res.returncode == 5, res.stdout + res.stderr
 
 
-def test_helper_process_runs_beside_program(stock_kernel) -> None:  # noqa: ANN001
+def test_helper_process_runs_beside_program(stock_kernel) -> None:
     # The helper is a busybox shell command started by init before the
     # program; its output shares the console.
     res = ukl("build", str(PROGRAMS / "exit_with.c"), "-o", "t-helper", "--kernel", "stock",
@@ -64,7 +61,7 @@ def test_helper_process_runs_beside_program(stock_kernel) -> None:  # noqa: ANN0
     assert re.search(r"helper-ran-as-pid-\d+", res.stdout)
 
 
-def test_timeout_gives_124_tail_and_log(stock_kernel) -> None:  # noqa: ANN001
+def test_timeout_gives_124_tail_and_log(stock_kernel) -> None:
     res = ukl("build", str(PROGRAMS / "hang.c"), "-o", "t-hang", "--kernel", "stock")
     assert res.returncode == 0, res.stderr
     res = ukl("run", "t-hang", "--timeout", "15")

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from tests.conftest import PROGRAMS, gdb_break_session, stop_run, ukl
-from ukl.bench.matrix import BASE_CHECKS
+from tests.conftest import GUEST, PROGRAMS, fixture_name, gdb_break_session, stop_run, ukl
+from ukl.matrix import BASE_CHECKS
 
 pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "300"
@@ -25,13 +25,13 @@ def _build(name: str, *args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def suite_ukl(ukl_kernel) -> str:  # noqa: ANN001 - fixture
-    return _build("t-ukl-suite", str(PROGRAMS / "ukl_suite.c"))
+def suite_ukl(ukl_kernel) -> str:
+    return _build("t-ukl-suite", str(GUEST / "ukl_suite.c"))
 
 
 @pytest.fixture(scope="module")
-def suite_stock(stock_kernel) -> str:  # noqa: ANN001 - fixture
-    return _build("t-stock-suite", str(PROGRAMS / "ukl_suite.c"), "--kernel", "stock")
+def suite_stock(stock_kernel) -> str:
+    return _build("t-stock-suite", str(GUEST / "ukl_suite.c"), "--kernel", "stock")
 
 
 def _run(image: str, *args: str, smp: int = 1) -> tuple[int, str]:
@@ -91,7 +91,7 @@ def test_whole_suite_in_one_boot(suite_ukl: str) -> None:
     assert rc == 0, out
 
 
-def test_exit_status_reaches_host(ukl_kernel) -> None:  # noqa: ANN001 - fixture
+def test_exit_status_reaches_host(ukl_kernel) -> None:
     image = _build("t-ukl-exit", str(PROGRAMS / "exit_with.c"))
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT, "--", "7", "two words")
     assert res.returncode == 7, res.stdout + res.stderr
@@ -99,7 +99,7 @@ def test_exit_status_reaches_host(ukl_kernel) -> None:  # noqa: ANN001 - fixture
     assert "exit_with: argv[2]=<two words>" in res.stdout
 
 
-def test_init_is_the_ukl_app(ukl_kernel) -> None:  # noqa: ANN001 - fixture
+def test_init_is_the_ukl_app(ukl_kernel) -> None:
     # init=/UKL (rdinit for an initramfs): the application is PID 1, with
     # the arguments after `--`; when it exits the kernel panics (125).
     image = _build("t-ukl-exit", str(PROGRAMS / "exit_with.c"))
@@ -109,7 +109,7 @@ def test_init_is_the_ukl_app(ukl_kernel) -> None:  # noqa: ANN001 - fixture
     assert res.returncode == 125, res.stdout + res.stderr
 
 
-def test_cxx_runtime_at_cpl0(ukl_kernel) -> None:  # noqa: ANN001 - fixture
+def test_cxx_runtime_at_cpl0(ukl_kernel) -> None:
     image = _build("t-ukl-cxx", str(PROGRAMS / "cxx_suite.cc"))
     res = ukl("run", image, "--smp", "2", "--timeout", BOOT_TIMEOUT)
     out = res.stdout + res.stderr
@@ -120,7 +120,7 @@ def test_cxx_runtime_at_cpl0(ukl_kernel) -> None:  # noqa: ANN001 - fixture
 
 
 @pytest.fixture(scope="module")
-def corun_peer(tmp_path_factory) -> str:  # noqa: ANN001 - fixture
+def corun_peer(tmp_path_factory) -> str:
     """The ordinary (CPL3) process of the co-running test, as --file arg."""
     import subprocess
     out = tmp_path_factory.mktemp("peer") / "corun_peer"
@@ -135,8 +135,8 @@ PEER_HELPER = "until [ -e /tmp/corun.ready ]; do sleep 0.1; done; /corun_peer"
 
 
 @pytest.mark.parametrize("kernel", ["ukl", "stock"])
-def test_corunning_process_talks_to_app(request, corun_peer: str, kernel: str) -> None:  # noqa: ANN001
-    request.getfixturevalue(f"{kernel}_kernel")
+def test_corunning_process_talks_to_app(request, corun_peer: str, kernel: str) -> None:
+    request.getfixturevalue(fixture_name(kernel))
     image = _build(f"t-{kernel}-corun", str(PROGRAMS / "corun_app.c"), "--kernel", kernel,
                    "--file", corun_peer, "--helper", PEER_HELPER)
     res = ukl("run", image, "--smp", "2", "--timeout", BOOT_TIMEOUT)
@@ -159,7 +159,7 @@ def test_smap_smep_stay_on(suite_ukl: str) -> None:
     assert rc == 0, out
 
 
-def test_makefile_project_builds_unchanged_and_boots(ukl_kernel) -> None:  # noqa: ANN001
+def test_makefile_project_builds_unchanged_and_boots(ukl_kernel) -> None:
     # `ukl build DIR`: the project's own Makefile, run with CC=ukl-cc (a
     # static library via ar, -lm), then linked into the kernel.
     image = _build("t-ukl-wordstat", str(PROGRAMS.parent / "projects" / "wordstat"),
@@ -169,7 +169,7 @@ def test_makefile_project_builds_unchanged_and_boots(ukl_kernel) -> None:  # noq
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_app_change_relinks_without_recompiling(ukl_kernel) -> None:  # noqa: ANN001
+def test_app_change_relinks_without_recompiling(ukl_kernel) -> None:
     # Only the final vmlinux link depends on the application: a new app
     # gives a bootable image with no kernel source recompiled, well within
     # the 60 s goal.
@@ -187,7 +187,7 @@ def test_app_change_relinks_without_recompiling(ukl_kernel) -> None:  # noqa: AN
     assert res.returncode == 4, res.stdout + res.stderr
 
 
-def test_gdb_breaks_in_the_app_with_its_source(ukl_kernel) -> None:  # noqa: ANN001
+def test_gdb_breaks_in_the_app_with_its_source(ukl_kernel) -> None:
     # The application is part of vmlinux: gdb on the image's vmlinux stops in
     # its main (the symbol is __ukl_main, DWARF still says main) and shows
     # the app's arguments and source line.
@@ -205,7 +205,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_tcp_echo_server_reached_from_host(ukl_kernel) -> None:  # noqa: ANN001 - fixture
+def test_tcp_echo_server_reached_from_host(ukl_kernel) -> None:
     # `ukl run -p HOST:GUEST`: virtio-net on QEMU user networking; the host
     # talks to the UKL echo server through the forwarded port.
     import socket

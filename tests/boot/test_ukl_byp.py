@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.boot.test_ukl_boot import BOOT_TIMEOUT, CHECKS, _assert_checks_pass, _build, _run
-from tests.conftest import PROGRAMS, ukl
+from tests.conftest import GUEST, PROGRAMS, ukl
 from ukl.bench import report
 
 pytestmark = pytest.mark.boot
 BYPASS_CHECKS = ["toggle", "inherit", "signal-in-loop", "restart", "sched"]
 
 
-def test_bypass_keeps_signals_restart_and_scheduling(byp_kernel) -> None:  # noqa: ANN001
+def test_bypass_keeps_signals_restart_and_scheduling(ukl_byp_kernel) -> None:
     image = _build("t-byp", str(PROGRAMS / "bypass.c"), "--kernel", "ukl-byp")
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT)
     out = res.stdout + res.stderr
@@ -29,15 +29,15 @@ def test_bypass_keeps_signals_restart_and_scheduling(byp_kernel) -> None:  # noq
     assert "bypass: 0 failure(s)" in out and res.returncode == 0, out
 
 
-def test_whole_base_model_suite_with_bypass_on(byp_kernel) -> None:  # noqa: ANN001
-    image = _build("t-byp-suite", str(PROGRAMS / "ukl_suite.c"), "--kernel", "ukl-byp")
+def test_whole_base_model_suite_with_bypass_on(ukl_byp_kernel) -> None:
+    image = _build("t-byp-suite", str(GUEST / "ukl_suite.c"), "--kernel", "ukl-byp")
     rc, out = _run(image, "--bypass", *CHECKS, smp=2)
     assert "ukl_suite: cpl=0" in out and "ukl_suite: bypass on" in out, out
     _assert_checks_pass(out, CHECKS)
     assert rc == 0, out
 
 
-def test_kernel_without_byp_refuses_bypass(ukl_kernel) -> None:  # noqa: ANN001
+def test_kernel_without_byp_refuses_bypass(ukl_kernel) -> None:
     image = _build("t-byp-off", str(PROGRAMS / "bypass.c"))
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT)
     out = res.stdout + res.stderr
@@ -45,8 +45,8 @@ def test_kernel_without_byp_refuses_bypass(ukl_kernel) -> None:  # noqa: ANN001
     assert res.returncode == 3, out
 
 
-def test_bypass_cuts_system_call_instructions(tmp_path: Path, ukl_kernel,  # noqa: ANN001
-                                              byp_kernel) -> None:  # noqa: ANN001
+def test_bypass_cuts_system_call_instructions(tmp_path: Path, ukl_kernel,
+                                              ukl_byp_kernel) -> None:
     # Exact instruction counts (icount): bypass must take the short path.
     res = ukl("bench", "--quick", "--name", "byp", "--configs", "ukl,ukl-byp", "floor",
               env={"UKL_RESULTS_DIR": str(tmp_path)})

@@ -7,23 +7,23 @@ from pathlib import Path
 import pytest
 
 from tests.boot.test_ukl_boot import CHECKS, _assert_checks_pass, _build, _run
-from tests.conftest import PROGRAMS, ukl
+from tests.conftest import GUEST, ukl
 from ukl.bench import report
 
 pytestmark = pytest.mark.boot
 
 
-def test_whole_base_model_suite_with_ret(ret_kernel) -> None:  # noqa: ANN001
+def test_whole_base_model_suite_with_ret(ukl_ret_kernel) -> None:
     # Page faults (stack growth, 256 MiB malloc), timer interrupts under 8
     # threads on 2 CPUs and signals all return to the app through ret.
-    image = _build("t-ret-suite", str(PROGRAMS / "ukl_suite.c"), "--kernel", "ukl-ret")
+    image = _build("t-ret-suite", str(GUEST / "ukl_suite.c"), "--kernel", "ukl-ret")
     rc, out = _run(image, *CHECKS, smp=2)
     assert "ukl_suite: cpl=0" in out, out
     _assert_checks_pass(out, CHECKS)
     assert rc == 0, out
 
 
-def test_faults_take_the_ret_path(tmp_path: Path, ukl_kernel, ret_kernel) -> None:  # noqa: ANN001
+def test_faults_take_the_ret_path(tmp_path: Path, ukl_kernel, ukl_ret_kernel) -> None:
     # Exact instruction counts: the fault return path differs from the base
     # model's IRET (by the stack write and the frame check, a few dozen
     # instructions; TCG counts IRET as one and does not model its cost).

@@ -12,7 +12,7 @@ import pytest
 
 from tests.apps.guest import booted, connect, read_until
 from tests.boot.test_ukl_boot import BOOT_TIMEOUT, _build
-from tests.conftest import PROGRAMS, ukl
+from tests.conftest import PROGRAMS, fixture_name, ukl
 from ukl.bench import report
 
 pytestmark = pytest.mark.boot
@@ -20,7 +20,7 @@ SHORTCUTS = str(PROGRAMS / "shortcuts.c")
 ECHO_PORT = 17007
 
 
-def test_shortcuts_pinned_buffers_and_run_to_completion(sc_kernel) -> None:  # noqa: ANN001
+def test_shortcuts_pinned_buffers_and_run_to_completion(ukl_ret_byp_kernel) -> None:
     image = _build("t-sc", SHORTCUTS, "--kernel", "ukl-ret-byp")
     # One CPU: run-to-completion is checked against a busy process on it.
     res = ukl("run", image, "--smp", "1", "--timeout", BOOT_TIMEOUT, "--", "checks")
@@ -32,8 +32,8 @@ def test_shortcuts_pinned_buffers_and_run_to_completion(sc_kernel) -> None:  # n
 
 
 @pytest.mark.parametrize("flavour", ["ukl", "stock"])
-def test_kernels_without_the_options_refuse_them(flavour: str, request) -> None:  # noqa: ANN001
-    request.getfixturevalue(f"{flavour}_kernel")
+def test_kernels_without_the_options_refuse_them(flavour: str, request) -> None:
+    request.getfixturevalue(fixture_name(flavour))
     image = _build(f"t-sc-{flavour}", SHORTCUTS, "--kernel", flavour)
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT, "--", "unsupported")
     out = res.stdout + res.stderr
@@ -41,7 +41,7 @@ def test_kernels_without_the_options_refuse_them(flavour: str, request) -> None:
     assert "shortcuts: unsupported as expected" in out and res.returncode == 0, out
 
 
-def test_tcp_echo_through_the_shortcut_from_the_host(sc_kernel) -> None:  # noqa: ANN001
+def test_tcp_echo_through_the_shortcut_from_the_host(ukl_ret_byp_kernel) -> None:
     image = _build("t-sc-echo", SHORTCUTS, "--kernel", "ukl-ret-byp")
     # A short one and one larger than the server's 16 kB pinned buffer.
     messages = [b"hello through tcp_recvmsg <end>", bytes(range(256)) * 400 + b"<end>"]
@@ -65,7 +65,7 @@ def test_tcp_echo_through_the_shortcut_from_the_host(sc_kernel) -> None:  # noqa
     assert runner.returncode == 0, out
 
 
-def test_tcp_shortcut_cuts_instructions(tmp_path, byp_kernel, sc_kernel) -> None:  # noqa: ANN001
+def test_tcp_shortcut_cuts_instructions(tmp_path, ukl_byp_kernel, ukl_ret_byp_kernel) -> None:
     # Exact instruction counts (icount): both configs bypass entry/exit work,
     # only ukl-ret-byp sends through the shortcut (lebench --shortcuts).
     res = ukl("bench", "--quick", "--name", "sc", "--configs", "ukl-byp,ukl-ret-byp", "tcp",

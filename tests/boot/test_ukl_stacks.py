@@ -10,31 +10,31 @@ import re
 import pytest
 
 from tests.boot.test_ukl_boot import CHECKS, _assert_checks_pass, _build, _run
-from tests.conftest import PROGRAMS
-from ukl.bench.matrix import suite_checks
+from tests.conftest import GUEST
+from ukl.matrix import suite_checks
 
 pytestmark = pytest.mark.boot
 
-SUITE = str(PROGRAMS / "ukl_suite.c")
+SUITE = str(GUEST / "ukl_suite.c")
 
 
 @pytest.fixture(scope="module")
-def suite_pfdf(pfdf_kernel) -> str:  # noqa: ANN001 - fixture
+def suite_pfdf(ukl_pf_df_kernel) -> str:
     return _build("t-pfdf-suite", SUITE, "--kernel", "ukl-pf-df")
 
 
 @pytest.fixture(scope="module")
-def suite_nss_ps(nss_ps_kernel) -> str:  # noqa: ANN001 - fixture
+def suite_nss_ps(ukl_nss_ps_kernel) -> str:
     return _build("t-nss-ps-suite", SUITE, "--kernel", "ukl-nss-ps")
 
 
 @pytest.fixture(scope="module")
-def suite_nss(nss_kernel) -> str:  # noqa: ANN001 - fixture
+def suite_nss(ukl_nss_kernel) -> str:
     return _build("t-nss-suite", SUITE, "--kernel", "ukl-nss")
 
 
 @pytest.fixture(scope="module")
-def suite_base(ukl_kernel) -> str:  # noqa: ANN001 - fixture
+def suite_base(ukl_kernel) -> str:
     return _build("t-ukl-suite", SUITE)
 
 

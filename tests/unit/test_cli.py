@@ -36,14 +36,14 @@ def test_program_args_only_for_run() -> None:
     assert cli.main(["setup", "--", "x"]) == cli.EXIT_USAGE
 
 
-def _one_line_error(res) -> str:  # noqa: ANN001 - CompletedProcess
+def _one_line_error(res) -> str:
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
     assert lines[0].startswith("ukl: error: ")
     return lines[0]
 
 
-def test_missing_image_is_one_line(tmp_path) -> None:  # noqa: ANN001
+def test_missing_image_is_one_line(tmp_path) -> None:
     res = ukl("run", str(tmp_path / "no-such-image"))
     assert res.returncode == 2
     assert "no image" in _one_line_error(res)
@@ -57,7 +57,7 @@ def test_unknown_option_is_one_line() -> None:
     assert "`ukl run --help`" in line
 
 
-def test_missing_qemu_is_one_line(tmp_path) -> None:  # noqa: ANN001
+def test_missing_qemu_is_one_line(tmp_path) -> None:
     image = tmp_path / "img"
     image.mkdir()
     (image / "vmlinux").write_bytes(b"")
@@ -67,7 +67,8 @@ def test_missing_qemu_is_one_line(tmp_path) -> None:  # noqa: ANN001
     res = subprocess.run([sys.executable, str(REPO / "bin" / "ukl"), "run", str(image)],
                          env={"PATH": str(tmp_path)}, stdin=subprocess.DEVNULL,
                          capture_output=True, text=True)
-    assert res.returncode == 2
+    # Not a usage error: the command line is fine, the host lacks QEMU.
+    assert res.returncode == 1
     assert "qemu-system-x86_64 not found" in _one_line_error(res)
 
 
@@ -77,19 +78,19 @@ def test_bad_smp_is_one_line() -> None:
     assert "invalid int value" in _one_line_error(res)
 
 
-def test_missing_source_file_is_one_line(tmp_path) -> None:  # noqa: ANN001
+def test_missing_source_file_is_one_line(tmp_path) -> None:
     res = ukl("build", str(tmp_path / "nope.c"), "-o", "x")
     assert res.returncode == 2
     assert "does not exist" in _one_line_error(res)
 
 
-def test_directory_without_makefile_is_one_line(tmp_path) -> None:  # noqa: ANN001
+def test_directory_without_makefile_is_one_line(tmp_path) -> None:
     res = ukl("build", str(tmp_path), "-o", "x")
     assert res.returncode == 2
     assert "has no Makefile" in _one_line_error(res)
 
 
-def test_binary_needs_a_directory(tmp_path) -> None:  # noqa: ANN001
+def test_binary_needs_a_directory(tmp_path) -> None:
     src = tmp_path / "a.c"
     src.write_text("int main(void) { return 0; }\n")
     res = ukl("build", str(src), "-o", "x", "--binary", "a")
@@ -98,6 +99,33 @@ def test_binary_needs_a_directory(tmp_path) -> None:  # noqa: ANN001
 
 
 def test_non_ukl_app_on_stock_flavour_is_refused() -> None:
-    from ukl.kernel import build
+    from ukl.kbuild import build, flavour
     with pytest.raises(UklError, match="CONFIG_UNIKERNEL_LINUX off"):
-        build.build("stock", ukl_app=Path("/nonexistent.o"))
+        build.build(flavour.get("stock"), ukl_app=Path("/nonexistent.o"))
+
+
+def test_unknown_flavour_is_a_usage_error() -> None:
+    res = ukl("kernel", "build", "ukl+nosuch")
+    assert res.returncode == 2
+    assert "no UKL option 'nosuch'" in _one_line_error(res)
+
+
+def test_every_command_has_its_own_module_and_help() -> None:
+    listed = [name for _, group in cli.COMMANDS for name, _ in group]
+    assert len(listed) == len(set(listed)) == len(cli.MODULES)
+    for name, module in cli.MODULES.items():
+        assert module.__name__.startswith("ukl.cli.") and module.SUMMARY, name
+    text = cli.build_parser().format_help()
+    for title, group in cli.COMMANDS:
+        assert f"{title}:" in text
+        assert all(f"  {name} " in text for name, _ in group)
+
+
+def test_results_record_the_command_line_as_typed(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from ukl.cli import matrix as matrix_cmd
+    seen: list[str] = []
+    monkeypatch.setattr(matrix_cmd.matrix, "run_matrix",
+                        lambda name, only, resume, command: seen.append(command) or tmp_path)
+    assert cli.main(["matrix", "--only", "ukl+byp", "--name", "a b"]) == 0
+    assert seen == ["ukl matrix --only ukl+byp --name 'a b'"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ukl.apps import debsrc, recipe
+from ukl.app.debian import source as debsrc, recipe
 from ukl.common.errors import UklError
 
 DEB822 = """Types: deb

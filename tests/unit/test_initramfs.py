@@ -13,7 +13,7 @@ from ukl.image.initramfs import InitramfsSpec, image_conf, parse_file_arg, write
 
 
 @pytest.fixture(scope="module")
-def static_prog(tmp_path_factory) -> Path:  # noqa: ANN001
+def static_prog(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("prog")
     src = d / "p.c"
     src.write_text("int main(void) { return 0; }\n")

@@ -4,7 +4,9 @@ from __future__ import annotations
 import pytest
 
 from ukl.common.errors import UklError
-from ukl.kernel import config
+from ukl.kbuild import flavour
+from ukl.kbuild import kconfig as config
+from ukl.kbuild.options import CONFIGS_DIR
 
 
 def test_parse_render_round_trip() -> None:
@@ -26,13 +28,13 @@ def test_mismatches_names_dropped_options() -> None:
 
 
 def test_every_flavour_loads_and_base_options_are_documented() -> None:
-    flavours = config.load_flavours()
-    assert "stock" in flavours
-    for flavour in flavours.values():
-        assert config.merged_options(flavour)
+    flavours = flavour.named()
+    assert list(flavours)[:2] == ["stock", "ukl"]
+    for f in flavours.values():
+        assert f.kconfig and f.fragments[0].name == "base.config"
     # Each option carries a comment saying why: every run of option lines
     # starts right below a comment line.
-    for frag in config.CONFIGS_DIR.glob("*.config"):
+    for frag in CONFIGS_DIR.glob("*.config"):
         lines = frag.read_text().splitlines()
         for i, line in enumerate(lines):
             if line.startswith("CONFIG_"):
@@ -44,7 +46,7 @@ def test_every_flavour_loads_and_base_options_are_documented() -> None:
 
 
 def test_ukl_flavour_is_ukl_and_names_its_exec_trigger() -> None:
-    from ukl.kernel.config import get_flavour, is_ukl, ukl_exec_name
-    assert is_ukl(get_flavour("ukl"))
-    assert ukl_exec_name(get_flavour("ukl")) == "/UKL"
-    assert not is_ukl(get_flavour("stock"))
+    assert flavour.get("ukl").is_ukl
+    assert flavour.get("ukl").exec_name == "/UKL"
+    assert not flavour.get("stock").is_ukl
+    assert flavour.get("stock").options == ()

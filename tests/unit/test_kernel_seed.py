@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ukl.common.errors import UklError
-from ukl.kernel import seed
+from ukl.kbuild import seed
 
 
 def _built(builds: Path, name: str, config_text: str, *, vmlinux: bool = True) -> Path:

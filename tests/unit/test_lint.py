@@ -106,7 +106,7 @@ def test_unreadable_file_is_error(tmp_path: Path, junk: bytes) -> None:
     assert res.returncode == 2 and "cannot read" in res.stderr
 
 
-def test_toolchain_build_rejects_a_dirty_library(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_toolchain_build_rejects_a_dirty_library(tmp_path: Path, monkeypatch) -> None:
     from ukl.common.errors import UklError
     from ukl.toolchain import build, layout
     clean = _obj(tmp_path, "int f(int x) { return x + 1; }\n")

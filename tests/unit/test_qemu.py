@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from ukl.common.errors import UklError
-from ukl.runner import qemu
-from ukl.runner.run import decode_status
+from ukl.qemu import command as qemu
+from ukl.qemu.run import decode_status
 
 
-def _opts(**kw) -> qemu.RunOptions:  # noqa: ANN003
+def _opts(**kw) -> qemu.RunOptions:
     return qemu.RunOptions(kernel=Path("/k/vmlinux"), initramfs=Path("/k/initramfs.cpio"), **kw)
 
 

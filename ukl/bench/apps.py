@@ -1,6 +1,6 @@
 """`ukl bench-apps`: application throughput, stock vs UKL configs, one run.
 
-Each application (a Debian package, see apps/debian/) is built for every
+Each application (a Debian package, see recipes/) is built for every
 kernel config, and its client runs inside the same guest as an ordinary
 process, so under `-icount shift=0,sleep=off` the whole exchange is
 deterministic and guest time counts instructions: "requests per second"
@@ -13,24 +13,22 @@ config, image sizes), apps-meta.json.
 """
 from __future__ import annotations
 
-import csv
-import json
-import shlex
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ukl.bench.runner import results_dir
+from ukl import pipeline
+from ukl.app import process
 from ukl.common import paths
-from ukl.common.errors import UklError
-from ukl.image import appbuild
+from ukl.common.errors import UklError, UsageError
+from ukl.common.proc import run_quiet
 from ukl.image.initramfs import InitramfsSpec
-from ukl.kernel import config
-from ukl.runner import qemu, run
-from ukl.toolchain import host_cc
+from ukl.kbuild.flavour import Flavour
+from ukl.qemu import command as qemu
+from ukl.qemu import run
+from ukl.results import ResultsWriter
 
-MEMCLIENT = paths.REPO_ROOT / "benchmarks" / "memclient" / "memclient.c"
+MEMCLIENT = paths.REPO_ROOT / "guest" / "memclient.c"
 RUN_TIMEOUT = 3600.0
 CLIENTS = 4
 
@@ -77,41 +75,40 @@ def parse(console: str, config_name: str) -> list[Result]:
 
 def _loaded_size(vmlinux: Path) -> int:
     """Bytes the kernel occupies in memory: the sum of its PT_LOAD segments."""
-    from ukl.common.proc import run_quiet
     text = run_quiet(["readelf", "-lW", str(vmlinux)], what="readelf")
     return sum(int(line.split()[5], 16) for line in text.splitlines()
                if line.strip().startswith("LOAD"))
 
 
-def run_app(app: str, bench: AppBench, flavour: str) -> tuple[list[Result], dict[str, int]]:
+def run_app(app: str, bench: AppBench, flavour: Flavour
+            ) -> tuple[list[Result], dict[str, int]]:
     spec = InitramfsSpec(helpers=[bench.script])
     if app == "memcached":
-        spec.files.append((host_cc.compile_static([MEMCLIENT], "memclient"),
+        spec.files.append((process.compile_static([MEMCLIENT], "memclient"),
                            "/usr/bin/memclient"))
-    img = appbuild.build_debian_image(f"appbench-{app}-{flavour}", flavour, bench.package, spec)
-    bypass = config.has_bypass(config.get_flavour(flavour))
+    name = f"appbench-{app}-{flavour.dir_name}"
+    img = pipeline.build_debian_image(name, flavour, bench.package, spec)
+    # Each option's boot-args (kernel/options.ini) make an unmodified
+    # server use it: ukl_bypass=1 for UKL_BYP.
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=1, mem="1G",
-                           icount=True, gdb=False,
-                           append=["ukl_bypass=1"] if bypass else [])
-    print(f"   [bench-apps] {app} on {flavour} (under icount) ...", file=sys.stderr)
-    outcome = run.run(opts, log_name=f"appbench-{app}-{flavour}", timeout=RUN_TIMEOUT,
-                      echo=False)
-    results = parse(outcome.log.read_text(errors="replace"), flavour)
+                           icount=True, gdb=False, append=list(flavour.boot_args))
+    print(f"   [bench-apps] {app} on {flavour.name} (under icount) ...", file=sys.stderr)
+    outcome = run.run(opts, log_name=name, timeout=RUN_TIMEOUT, echo=False)
+    results = parse(outcome.log.read_text(errors="replace"), flavour.name)
     if outcome.exit_code != 0 or {r.op for r in results} != set(bench.ops):
         if outcome.problem:
             run.report_problem(outcome)
-        raise UklError(f"{app} on {flavour}: status {outcome.exit_code}, results for "
+        raise UklError(f"{app} on {flavour.name}: status {outcome.exit_code}, results for "
                        f"{sorted(r.op for r in results)}; console log: {outcome.log}")
     sizes = {"vmlinux_loaded_bytes": _loaded_size(img.kernel),
              "initramfs_bytes": img.initramfs.stat().st_size}
     return results, sizes
 
 
-def markdown(results: list[Result], configs: list[str], sizes: dict[str, dict[str, int]],
-             command: str) -> str:
+def markdown(results: list[Result], configs: list[str],
+             sizes: dict[str, dict[str, int]]) -> str:
     base = configs[0]
-    lines = [f"Command: `{command}`", "",
-             "Throughput in requests per second of **guest time under `-icount "
+    lines = ["Throughput in requests per second of **guest time under `-icount "
              "shift=0,sleep=off`**, i.e. requests per 10^9 guest instructions, with the "
              f"client running in the same guest ({CLIENTS} connections). TCG does not model "
              "the cycle cost of syscall/sysret/iret/swapgs or of cache and TLB misses.", "",
@@ -132,32 +129,23 @@ def markdown(results: list[Result], configs: list[str], sizes: dict[str, dict[st
     return "\n".join(lines) + "\n"
 
 
-def bench_apps(name: str, apps: list[str], configs: list[str], requests: int) -> Path:
+def bench_apps(name: str, apps: list[str], configs: list[Flavour], requests: int,
+               command: str) -> Path:
+    """Every app on every config; write results/NAME/apps.* for `command`."""
     known = _apps(requests)
     unknown = [a for a in apps if a not in known]
     if unknown:
-        raise UklError(f"unknown app(s) {', '.join(unknown)}; choose from {', '.join(known)}")
-    for c in configs:
-        config.get_flavour(c)
-    command = "ukl " + shlex.join(sys.argv[1:]) if len(sys.argv) > 1 else "ukl bench-apps"
+        raise UsageError(f"unknown app(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     results: list[Result] = []
     sizes: dict[str, dict[str, int]] = {}
     for app in apps or list(known):
         for c in configs:
             got, size = run_app(app, known[app], c)
             results += got
-            sizes[f"{app} ({c})"] = size
-    out = results_dir() / name
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / "apps.csv").open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["config", "app", "op", "requests_per_second"])
-        for r in results:
-            w.writerow([r.config, r.app, r.op, f"{r.rps:.0f}"])
-    (out / "apps.md").write_text(markdown(results, configs, sizes, command))
-    (out / "apps-meta.json").write_text(json.dumps({
-        "command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "requests": requests, "clients": CLIENTS,
-        "configs": {c: [f.name for f in config.get_flavour(c).fragments] for c in configs},
-        "sizes": sizes}, indent=2) + "\n")
-    return out
+            sizes[f"{app} ({c.name})"] = size
+    out = ResultsWriter(name, command)
+    out.csv("apps.csv", ("config", "app", "op", "requests_per_second"),
+            [(r.config, r.app, r.op, f"{r.rps:.0f}") for r in results])
+    out.markdown("apps.md", markdown(results, [c.name for c in configs], sizes))
+    out.meta("apps-meta.json", configs, requests=requests, clients=CLIENTS, sizes=sizes)
+    return out.dir

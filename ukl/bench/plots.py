@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from ukl.bench.report import Row, index
 from ukl.common.errors import UklError
@@ -18,7 +19,8 @@ FAULTS = ["page-fault", "stack-fault"]
 YLABEL = "guest instructions (median, icount)"
 
 
-def _pyplot():  # noqa: ANN202 - matplotlib has no stable types
+def _pyplot() -> Any:
+    """matplotlib.pyplot, drawing to files (Debian's matplotlib has no types)."""
     try:
         import matplotlib
     except ImportError as e:

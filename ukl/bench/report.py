@@ -37,12 +37,11 @@ def parse(console: str, config: str) -> list[Row]:
     return rows
 
 
-def write_csv(rows: list[Row], out: Path) -> None:
-    with out.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["config", "op", "size", "iterations", "min", "median"])
-        for r in rows:
-            w.writerow([r.config, r.op, r.size, r.iterations, r.min, r.median])
+CSV_HEADER = ("config", "op", "size", "iterations", "min", "median")
+
+
+def csv_rows(rows: list[Row]) -> list[tuple[object, ...]]:
+    return [(r.config, r.op, r.size, r.iterations, r.min, r.median) for r in rows]
 
 
 def read_csv(path: Path) -> list[Row]:
@@ -56,14 +55,14 @@ def index(rows: list[Row]) -> dict[tuple[str, str, int], Row]:
     return {(r.config, r.op, r.size): r for r in rows}
 
 
-def markdown(rows: list[Row], configs: list[str], command: str) -> str:
+def markdown(rows: list[Row], configs: list[str]) -> str:
     """Stock (the first config) vs each other config: medians and ratios."""
     base = configs[0]
     by_key = index(rows)
     keys = sorted({(r.op, r.size) for r in rows}, key=lambda k: (_op_order(rows, k[0]), k[1]))
     head = ["operation", "size"] + [f"{c} median (min)" for c in configs] + \
         [f"{c}/{base}" for c in configs[1:]]
-    lines = [f"Command: `{command}`", "", NOTE, "",
+    lines = [NOTE, "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for op, size in keys:
         if size not in TABLE_SIZES:

@@ -1,7 +1,8 @@
-"""The environment every compiler-heavy step runs in."""
+"""The environment every compiler-heavy step runs in: jobs, compilers, ccache."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from ukl.common import paths
@@ -21,6 +22,20 @@ DEPEND_MODE = {"CCACHE_DEPEND": "1"}
 # when cold (libstdc++'s configure: 39 s without ccache, 48 s through an
 # empty cache).
 NO_CCACHE = {"CCACHE_DISABLE": "1"}
+
+
+def jobs() -> int:
+    """Parallel jobs for make: the CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) or 1
+
+
+def have_ccache() -> bool:
+    return shutil.which("ccache") is not None
+
+
+def cached(compiler: str) -> str:
+    """`compiler` through ccache where ccache is installed, else as it is."""
+    return f"ccache {compiler}" if have_ccache() else compiler
 
 
 def build_env(**extra: str) -> dict[str, str]:

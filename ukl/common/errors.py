@@ -1,8 +1,11 @@
-"""The one error type users see.
+"""The errors users see.
 
 Every failure the user can act on is raised as UklError with a message that
 says what went wrong and, where possible, what to do next. The CLI prints it
-as a single `ukl: error: ...` line (plus an optional log tail) and exits 2.
+as a single `ukl: error: ...` line (plus an optional log tail). A UsageError
+means the command line itself is wrong (an unknown name, a missing file, a
+bad value): exit status 2. Any other UklError is a failure of the work
+(a build, a boot): exit status 1.
 """
 from __future__ import annotations
 
@@ -15,3 +18,7 @@ class UklError(Exception):
         self.message = message
         # Extra lines (for example a build log tail) shown below the message.
         self.detail = detail
+
+
+class UsageError(UklError):
+    """The command line names something that does not exist or is malformed."""

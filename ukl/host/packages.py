@@ -63,7 +63,7 @@ APPS = [
     Package("automake", "autotools packages are autoreconf'ed before building, as Debian does"),
     Package("libtool", "autotools packages are autoreconf'ed before building, as Debian does"),
     Package("autopoint", "autoreconf of packages that use gettext (GNU hello, ...)"),
-    Package("patch", "recipes' own patches on Debian sources (apps/debian/redis/*.patch)"),
+    Package("patch", "recipes' own patches on Debian sources (recipes/redis/*.patch)"),
 ]
 # Checks `make test` runs on the project itself.
 DEVELOP = [

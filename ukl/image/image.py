@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ukl.common import paths
-from ukl.common.errors import UklError
+from ukl.common.errors import UklError, UsageError
 from ukl.image import initramfs
 
 KERNEL_FILE = "vmlinux"
@@ -50,7 +50,7 @@ def valid_name(name: str) -> bool:
 def create(name: str, vmlinux: Path, flavour: str, spec: initramfs.InitramfsSpec,
            mode: str = "process") -> Image:
     if not valid_name(name):
-        raise UklError(f"bad image name {name!r}: use letters, digits, '-', '_' and '.'")
+        raise UsageError(f"bad image name {name!r}: use letters, digits, '-', '_' and '.'")
     out = paths.images_dir() / name
     out.mkdir(parents=True, exist_ok=True)
     initramfs.write(spec, out / INITRAMFS_FILE)
@@ -78,4 +78,4 @@ def find(ref: str) -> Image:
     known = sorted(p.name for p in paths.images_dir().glob("*") if (p / META_FILE).is_file()) \
         if paths.images_dir().is_dir() else []
     hint = f"known images: {', '.join(known)}" if known else "no images built yet"
-    raise UklError(f"no image '{ref}' ({hint}); create one with `ukl build SOURCE.c -o NAME`")
+    raise UsageError(f"no image '{ref}' ({hint}); create one with `ukl build SOURCE.c -o NAME`")

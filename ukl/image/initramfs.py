@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ukl.common.elf import describe_problem
-from ukl.common.errors import UklError
+from ukl.common.errors import UklError, UsageError
 from ukl.image.cpio import CpioWriter
 
 BUSYBOX = Path("/bin/busybox")
@@ -44,7 +44,7 @@ def parse_file_arg(arg: str) -> tuple[Path, str]:
     host_path = Path(host)
     guest = guest if sep else f"/{host_path.name}"
     if not guest.startswith("/"):
-        raise UklError(f"--file {arg}: guest path must be absolute")
+        raise UsageError(f"--file {arg}: guest path must be absolute")
     return host_path, guest
 
 
@@ -65,13 +65,13 @@ def _check_inputs(spec: InitramfsSpec) -> None:
                        "or, as root, `apt-get install busybox-static`")
     if spec.program is not None:
         if not spec.program.is_file():
-            raise UklError(f"program {spec.program} does not exist")
+            raise UsageError(f"program {spec.program} does not exist")
         problem = describe_problem(spec.program)
         if problem:
             raise UklError(problem)
     for host, _ in spec.files:
         if not host.is_file():
-            raise UklError(f"file {host} does not exist")
+            raise UsageError(f"file {host} does not exist")
 
 
 def write(spec: InitramfsSpec, out: Path) -> Path:

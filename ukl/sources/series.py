@@ -27,6 +27,11 @@ from ukl.sources.debian import Component, record_version, require_tarball
 
 BASE_TAG = "debian-base"
 SERIES_FILE = "series"
+# The cover letter's text (first line: the subject; then the body), kept
+# beside the series; export writes COVER_PATCH from it with the series'
+# shortlog and diffstat.
+COVER_TEXT = "cover-letter.txt"
+COVER_PATCH = "0000-cover-letter.patch"
 # Fixed identity and dates make the base commit reproducible and keep git
 # from asking for a user configuration on a fresh machine.
 _GIT_ENV = {
@@ -238,6 +243,10 @@ def export(comp: Component) -> list[str]:
             old.unlink()
         for patch in new:
             shutil.copy(patch, comp.series_dir / patch.name)
+    cover = comp.series_dir / COVER_TEXT
+    if cover.is_file():
+        (comp.series_dir / COVER_PATCH).write_text(cover_letter(comp, cover.read_text(),
+                                                                len(new)))
     header = ("# Patch series, applied in order on the pristine Debian source.\n"
               "# Managed by `ukl series export`; do not edit patches by hand.\n")
     names = [p.name for p in new]
@@ -246,6 +255,22 @@ def export(comp: Component) -> list[str]:
                 appliedhead=_head(comp.tree))
     record_version(comp, _config(comp.tree, "ukl.debianversion"))
     return names
+
+
+def cover_letter(comp: Component, text: str, count: int) -> str:
+    """The series' cover letter, as `git format-patch --cover-letter` lays
+    it out: our subject and body, then the shortlog and the diffstat. Its
+    author and date are the last commit's, so a re-export without changes
+    writes the same file."""
+    subject, _, body = text.strip().partition("\n")
+    author = _git(comp.tree, "log", "-1", "--format=%an <%ae>%n%aD", what="git log")
+    who, date = author.strip().split("\n")
+    shortlog = _git(comp.tree, "shortlog", f"{BASE_TAG}..HEAD", what="git shortlog")
+    stat = _git(comp.tree, "diff", "--stat=72", "--summary", f"{BASE_TAG}..HEAD",
+                what="git diff --stat")
+    return (f"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+            f"From: {who}\nDate: {date}\nSubject: [PATCH 0/{count}] {subject.strip()}\n\n"
+            f"{body.strip()}\n\n{shortlog.rstrip()}\n\n{stat.rstrip()}\n")
 
 
 def status(comp: Component) -> str:

@@ -1,1 +1,1 @@
-"""Compiling applications for images."""
+"""The UKL toolchain: glibc and the gcc runtime rebuilt for CPL0, ukl-cc/ukl-c++ and the lint."""

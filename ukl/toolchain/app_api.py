@@ -1,5 +1,5 @@
 """Install <ukl.h>, the interface a UKL application has to its kernel, into
-the sysroot (toolchain/include/ukl.h; its functions are kernel functions)."""
+the sysroot (sysroot/include/ukl.h; its functions are kernel functions)."""
 from __future__ import annotations
 
 import shutil
@@ -7,7 +7,7 @@ import shutil
 from ukl.common import paths
 from ukl.toolchain import layout
 
-HEADER = paths.REPO_ROOT / "toolchain" / "include" / "ukl.h"
+HEADER = paths.REPO_ROOT / "sysroot" / "include" / "ukl.h"
 
 
 def install() -> None:

@@ -10,6 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ukl.common import stamp
 from ukl.common.errors import UklError
 from ukl.sources import debian, series
 from ukl.toolchain import app_api, cache, gcc_runtime, glibc, host_entry, layout, lint
@@ -34,15 +35,15 @@ def lint_libraries(group: str) -> None:
     # Linting all of libc and libstdc++ takes a while: only redo it when a
     # library changed since it last passed.
     state = "\n".join(f"{p} {p.stat().st_mtime_ns}" for p in paths)
-    stamp = layout.sysroot() / f".ukl-libraries-linted-{group}"
-    if stamp.is_file() and stamp.read_text() == state:
+    linted = layout.sysroot() / f".ukl-libraries-linted-{group}"
+    if stamp.current(linted, state):
         return
     for path in paths:
         findings = lint.lint(path)
         if findings:
             raise UklError(f"{path} fails ukl lint; it would be linked into every app",
                            detail=lint.report(path, findings, limit=20))
-    stamp.write_text(state)
+    stamp.record(linted, state)
 
 
 def _build_libgcc_and_lint(gcc_tree: Path, glibc_headers: str) -> None:

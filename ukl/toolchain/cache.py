@@ -28,7 +28,7 @@ KEEP = 3
 _RECIPE_FILES = ["ukl/toolchain/glibc.py", "ukl/toolchain/gcc_runtime.py",
                  "ukl/toolchain/layout.py", "ukl/toolchain/host_entry.py",
                  "ukl/toolchain/app_api.py", "ukl/toolchain/build.py",
-                 "toolchain/host-entry.S", "toolchain/include/ukl.h"]
+                 "sysroot/host-entry.S", "sysroot/include/ukl.h"]
 
 
 def cache_root() -> Path:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from ukl.common.buildenv import have_ccache
 from ukl.toolchain import layout
 from ukl.toolchain import lint
 
@@ -32,7 +32,7 @@ SYMBOL_PREFIX = "__ukl_"
 # crosses between app and kernel.
 KERNEL_PROVIDED = {
     "ukl_entry_SYSCALL_64",
-    # <ukl.h> (toolchain/include/ukl.h): kernel functions the app calls.
+    # <ukl.h> (sysroot/include/ukl.h): kernel functions the app calls.
     "ukl_set_bypass", "ukl_set_run_to_completion",
     # The kernel's stand-ins for the vDSO, which libc calls (libc/patches/0004).
     "ukl_vdso_clock_gettime", "ukl_vdso_gettimeofday", "ukl_vdso_time",
@@ -223,10 +223,9 @@ def main(cxx: bool, argv: list[str] | None = None) -> int:
         gcc = "g++" if cxx else "gcc"
         cmd = [gcc, *compile_flags(cxx), *args]
         # Large projects (Redis, nginx) rebuild in seconds from the cache.
-        if shutil.which("ccache") and os.environ.get("UKL_CCACHE", "1") != "0":
+        if have_ccache() and os.environ.get("UKL_CCACHE", "1") != "0":
             cmd.insert(0, "ccache")
         os.execvp(cmd[0], cmd)
     except DriverError as e:
         print(f"{name}: error: {e}", file=sys.stderr)
         return 1
-    return 0

@@ -10,14 +10,13 @@ gcc/g++.
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
-from ukl.common import paths
-from ukl.common.buildenv import DEPEND_MODE, NO_CCACHE, build_env, same_files_only
+from ukl.common import paths, stamp
+from ukl.common.buildenv import DEPEND_MODE, NO_CCACHE, build_env, cached, jobs
+from ukl.common.buildenv import same_files_only
 from ukl.common.errors import UklError
 from ukl.common.proc import run_logged, run_quiet
 from ukl.toolchain import layout
@@ -43,12 +42,18 @@ _CONFIGURE_ARGS = [
     "--enable-libstdcxx-time=yes", "--with-default-libstdcxx-abi=new",
     "--enable-gnu-unique-object", "--disable-vtable-verify", "--disable-libstdcxx-pch",
 ]
-# Point every *_FOR_TARGET tool at the host toolchain, so the target
-# libraries never wait for an in-tree xgcc; FLAGS_FOR_TARGET= drops the
-# cross-style -B/-isystem paths configure would add.
-_HOST_TOOLS_FOR_TARGET = [
-    "CC_FOR_TARGET=ccache gcc", "GCC_FOR_TARGET=gcc",
-    "CXX_FOR_TARGET=ccache g++ -nostdinc++", "RAW_CXX_FOR_TARGET=ccache g++ -nostdinc++",
+
+
+def _host_tools_for_target() -> list[str]:
+    """Point every *_FOR_TARGET tool at the host toolchain, so the target
+    libraries never wait for an in-tree xgcc; FLAGS_FOR_TARGET= drops the
+    cross-style -B/-isystem paths configure would add."""
+    return [f"CC_FOR_TARGET={cached('gcc')}", "GCC_FOR_TARGET=gcc",
+            f"CXX_FOR_TARGET={cached('g++')} -nostdinc++",
+            f"RAW_CXX_FOR_TARGET={cached('g++')} -nostdinc++", *_BINUTILS_FOR_TARGET]
+
+
+_BINUTILS_FOR_TARGET = [
     "AS_FOR_TARGET=as", "LD_FOR_TARGET=ld", "NM_FOR_TARGET=nm", "AR_FOR_TARGET=ar",
     "RANLIB_FOR_TARGET=ranlib", "COMPILER_AS_FOR_TARGET=as", "COMPILER_LD_FOR_TARGET=ld",
     "COMPILER_NM_FOR_TARGET=nm", "OBJDUMP_FOR_TARGET=objdump",
@@ -93,22 +98,22 @@ def _step(label: str, cmd: list[str], cwd: Path, env: dict[str, str], *,
 
 def _configure(tree: Path, out: Path) -> None:
     env_vars = [
-        "CC=ccache gcc", "CXX=ccache g++", "CFLAGS=-O2", "CXXFLAGS=-O2",
+        f"CC={cached('gcc')}", f"CXX={cached('g++')}", "CFLAGS=-O2", "CXXFLAGS=-O2",
         f"CFLAGS_FOR_TARGET={_TARGET_FLAGS}", f"CXXFLAGS_FOR_TARGET={_CXX_TARGET_FLAGS}",
         "LDFLAGS_FOR_TARGET=-static",
     ]
     # libstdc++ is configured against the UKL glibc headers and libraries.
     args = [*env_vars, str(tree / "configure"), *_CONFIGURE_ARGS,
             f"--with-build-sysroot={layout.sysroot()}"]
-    digest = hashlib.sha256("\0".join(args).encode()).hexdigest()
-    stamp = out / ".ukl-configure-digest"
-    if (out / "config.status").is_file() and stamp.is_file() and stamp.read_text() == digest:
+    state = stamp.digest(*args)
+    configured = out / ".ukl-configure-digest"
+    if (out / "config.status").is_file() and stamp.current(configured, state):
         return
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     _step("configure", ["env", *args], out, _configure_env(), background=True)
-    stamp.write_text(digest)
+    stamp.record(configured, state)
 
 
 def configure(tree: Path) -> None:
@@ -135,17 +140,17 @@ def _state(tree: Path, *inputs: object) -> str:
     and the given inputs from the C library."""
     head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse")
     recipe = f"{_TARGET_FLAGS}{_CXX_TARGET_FLAGS}{_CONFIGURE_ARGS}{_LIBGCC_MVARS}{_TCONFIG_H}"
-    return hashlib.sha256(f"{head}{recipe}{inputs}".encode()).hexdigest()
+    return stamp.digest(head, recipe, repr(inputs))
 
 
-def _start_stage(library: str, stamp: Path, state: str) -> bool:
+def _start_stage(library: str, installed: Path, state: str) -> bool:
     """Start building `library` for `state`, unless its stamp says the
     installed copy was built from that (then return False). Starting
     removes the library's old build directory: the top-level make
     configures a target library only once, and it must be configured again
     against the sysroot as it is now (then compiled, from ccache where
     nothing changed). The top level must be configured (configure())."""
-    if stamp.is_file() and stamp.read_text() == state:
+    if stamp.current(installed, state):
         return False
     shutil.rmtree(build_dir() / TARGET / library, ignore_errors=True)
     return True
@@ -206,19 +211,20 @@ def build_libgcc(tree: Path, glibc_headers: str) -> None:
     Rebuilt when gcc or those headers change."""
     out = build_dir()
     state = _state(tree, glibc_headers)
-    stamp = layout.ukl_libdir() / ".ukl-libgcc-installed"
+    installed = layout.ukl_libdir() / ".ukl-libgcc-installed"
     # Nothing in gcc changes between most builds; skip a minute of no-op make.
-    if not _start_stage("libgcc", stamp, state):
+    if not _start_stage("libgcc", installed, state):
         return
-    jobs = f"-j{os.cpu_count() or 1}"
+    make_jobs = f"-j{jobs()}"
     _host_gcc_objdir(out / "gcc")
     # (label, command, runs configure scripts)
     steps = [
         ("configure libgcc", ["make", *_SKIP_COMPILER, "configure-target-libgcc",
-                              *_HOST_TOOLS_FOR_TARGET], True),
+                              *_host_tools_for_target()], True),
         # enable_shared=yes keeps libgcc_eh.a separate (as Debian ships it);
         # PICFLAG= because the Linux fragment adds -fpic even to static objects.
-        ("libgcc", ["make", "-C", f"{TARGET}/libgcc", jobs, "enable_shared=yes", "PICFLAG=",
+        ("libgcc", ["make", "-C", f"{TARGET}/libgcc", make_jobs, "enable_shared=yes",
+                    "PICFLAG=",
                     *_LIBGCC_OUTPUTS], False),
         ("strip split-stack", ["ar", "d", f"{TARGET}/libgcc/libgcc.a", *_SPLIT_STACK_OBJECTS],
          False),
@@ -231,7 +237,7 @@ def build_libgcc(tree: Path, glibc_headers: str) -> None:
     ukl_lib.mkdir(parents=True, exist_ok=True)
     for name in _LIBGCC_OUTPUTS:
         shutil.copy2(out / TARGET / "libgcc" / name, ukl_lib / name)
-    stamp.write_text(state)
+    stamp.record(installed, state)
 
 
 def build_libstdcxx(tree: Path, glibc_headers: str, glibc_symbols: str) -> None:
@@ -242,18 +248,17 @@ def build_libstdcxx(tree: Path, glibc_headers: str, glibc_symbols: str) -> None:
     every change inside libc.a."""
     out = build_dir()
     state = _state(tree, glibc_headers, glibc_symbols)
-    stamp = layout.ukl_libdir() / ".ukl-libstdcxx-installed"
-    if not _start_stage("libstdc++-v3", stamp, state):
+    installed = layout.ukl_libdir() / ".ukl-libstdcxx-installed"
+    if not _start_stage("libstdc++-v3", installed, state):
         return
-    jobs = f"-j{os.cpu_count() or 1}"
     _step("configure libstdc++", ["make", *_SKIP_COMPILER, "configure-target-libstdc++-v3",
-                                  *_HOST_TOOLS_FOR_TARGET], out, _configure_env())
+                                  *_host_tools_for_target()], out, _configure_env())
     compile_env = _compile_env(tree, "libstdc++")
-    _step("libstdc++", ["make", jobs, *_SKIP_COMPILER, "all-target-libstdc++-v3",
-                        *_HOST_TOOLS_FOR_TARGET], out, compile_env)
+    _step("libstdc++", ["make", f"-j{jobs()}", *_SKIP_COMPILER, "all-target-libstdc++-v3",
+                        *_host_tools_for_target()], out, compile_env)
     _install_libstdcxx(out, compile_env)
-    # libgcc, beside this at the lowest priority, usually creates the
-    # directory first, but not on a loaded machine (seen with a kernel
-    # build beside the toolchain: libgcc took 167 s, libstdc++ 79 s).
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(state)
+    # stamp.record() creates the directory: libgcc, beside this at the
+    # lowest priority, usually does so first, but not on a loaded machine
+    # (seen with a kernel build beside the toolchain: libgcc took 167 s,
+    # libstdc++ 79 s).
+    stamp.record(installed, state)

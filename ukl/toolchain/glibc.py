@@ -7,13 +7,13 @@ the crt files and the headers are built and installed.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 from pathlib import Path
 
-from ukl.common import paths
-from ukl.common.buildenv import DEPEND_MODE, NO_CCACHE, build_env, same_files_only
+from ukl.common import paths, stamp
+from ukl.common.buildenv import DEPEND_MODE, NO_CCACHE, build_env, cached, jobs
+from ukl.common.buildenv import same_files_only
 from ukl.common.errors import UklError
 from ukl.common.proc import StepCounter, run_logged, run_quiet
 from ukl.sources import debian, series
@@ -65,17 +65,16 @@ def _kernel_headers() -> Path:
 
 
 def _configure(tree: Path, out: Path) -> None:
-    cc = "ccache gcc" if shutil.which("ccache") else "gcc"
-    args = [str(tree / "configure"), f"CC={cc}", f"CFLAGS={' '.join(CFLAGS)}",
+    args = [str(tree / "configure"), f"CC={cached('gcc')}", f"CFLAGS={' '.join(CFLAGS)}",
             f"--with-headers={_kernel_headers()}", *_CONFIGURE_ARGS]
-    digest = hashlib.sha256("\0".join(args).encode()).hexdigest()
-    stamp = out / ".ukl-configure-digest"
-    if (out / "config.make").is_file() and stamp.is_file() and stamp.read_text() == digest:
+    state = stamp.digest(*args)
+    configured = out / ".ukl-configure-digest"
+    if (out / "config.make").is_file() and stamp.current(configured, state):
         return
     out.mkdir(parents=True, exist_ok=True)
     run_logged(args, label="configure glibc", cwd=out, env=_env() | NO_CCACHE,
                log_path=paths.logs_dir() / "glibc-configure.log")
-    stamp.write_text(digest)
+    stamp.record(configured, state)
 
 
 def _make_install(out: Path, cmds: list[list[str]], log: str) -> None:
@@ -108,7 +107,7 @@ def _install_headers(tree: Path, out: Path, root: Path) -> None:
     inc = root / "usr" / "include"
     gnu = inc / "gnu"
     _make_install(out, [
-        ["make", f"-j{os.cpu_count() or 1}", "install-headers", f"install_root={root}"],
+        ["make", f"-j{jobs()}", "install-headers", f"install_root={root}"],
         # install-headers skips these when build-shared is off.
         ["make", f"install_root={root}", str(gnu / "stubs.h"), str(gnu / "lib-names.h"),
          str(gnu / "lib-names-64.h")],
@@ -125,7 +124,7 @@ def _install_headers(tree: Path, out: Path, root: Path) -> None:
 
 def _install(tree: Path, out: Path, root: Path) -> None:
     """The libraries and crt files, once built (headers are already there)."""
-    _make_install(out, [["make", f"-j{os.cpu_count() or 1}", "install-lib",
+    _make_install(out, [["make", f"-j{jobs()}", "install-lib",
                          f"install_root={root}"]], "glibc-install.log")
     # install-lib leaves libc.a out, and glibc's own rule for it does not
     # notice a rebuilt archive: copy it.
@@ -161,19 +160,19 @@ def _forget_objects_if_tree_changed(tree: Path, out: Path) -> bool:
     from ccache for all the files the change does not touch. Returns
     whether there were objects to forget (not so in a first build)."""
     head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse").strip()
-    stamp = out / ".ukl-tree-head"
-    old = stamp.read_text() if stamp.is_file() else ""
+    built_from = out / ".ukl-tree-head"
+    old = built_from.read_text() if built_from.is_file() else ""
     if old == head:
         return False
     if old and _only_sources_modified(tree, old, head):
-        stamp.write_text(head)
+        stamp.record(built_from, head)
         return False
     forgotten = False
     for pattern in ("*.o", "*.a", "*.o.d"):
         for f in out.rglob(pattern):
             f.unlink()
             forgotten = True
-    stamp.write_text(head)
+    stamp.record(built_from, head)
     return forgotten
 
 
@@ -231,10 +230,10 @@ def build(tree: Path) -> Path:
         # with another set of files in the tree never matches.
         env |= same_files_only(out / ".ukl-tree-files", tree)
     counter = StepCounter.remembered(_COMPILE, out, _DEFAULT_STEPS)
-    jobs = f"-j{os.cpu_count() or 1}"
-    run_logged(["make", jobs, "lib"], label="glibc libc.a", cwd=out, env=env,
+    make_jobs = f"-j{jobs()}"
+    run_logged(["make", make_jobs, "lib"], label="glibc libc.a", cwd=out, env=env,
                counter=counter, log_path=paths.logs_dir() / "glibc-build.log")
-    run_logged(["make", jobs, "math/others", "nptl/others", "rt/others", "dlfcn/others"],
+    run_logged(["make", make_jobs, "math/others", "nptl/others", "rt/others", "dlfcn/others"],
                label="glibc libm.a", cwd=out, env=env, counter=counter,
                log_path=paths.logs_dir() / "glibc-build-others.log")
     counter.save(out)
@@ -242,8 +241,8 @@ def build(tree: Path) -> Path:
     # Installing takes a while; skip it when the libraries it would install
     # are the ones installed last time.
     built = ",".join(str((out / a).stat().st_mtime_ns) for a in ("libc.a", "math/libm.a"))
-    stamp = root / ".ukl-glibc-installed"
-    if not (stamp.is_file() and stamp.read_text() == built):
+    installed = root / ".ukl-glibc-installed"
+    if not stamp.current(installed, built):
         _install(tree, out, root)
-        stamp.write_text(built)
+        stamp.record(installed, built)
     return root

@@ -1,11 +1,11 @@
-"""Assemble toolchain/host-entry.S, the host stand-in for the kernel entry point."""
+"""Assemble sysroot/host-entry.S, the host stand-in for the kernel entry point."""
 from __future__ import annotations
 
 from ukl.common import paths
 from ukl.common.proc import run_quiet
 from ukl.toolchain import layout
 
-SOURCE = paths.REPO_ROOT / "toolchain" / "host-entry.S"
+SOURCE = paths.REPO_ROOT / "sysroot" / "host-entry.S"
 
 
 def build() -> None:

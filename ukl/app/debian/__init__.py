@@ -1,0 +1,1 @@
+"""Debian source packages built as UKL applications or ordinary processes."""

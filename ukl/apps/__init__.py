@@ -1,1 +1,0 @@
-"""Real applications from Debian source packages, built with ukl-cc."""

@@ -1,0 +1,49 @@
+"""`ukl run IMAGE [options] [-- ARGS]`: boot an image; exit with the
+program's own status (124: timeout, 125: no status from the guest)."""
+from __future__ import annotations
+
+import argparse
+
+from ukl.cli.args import Invocation
+from ukl.common.errors import UsageError
+from ukl.image import image
+from ukl.qemu import command as qemu
+from ukl.qemu import run as boot
+
+SUMMARY = "boot an image under QEMU (arguments after -- go to the program)"
+TAKES_PROGRAM_ARGS = True
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("image", help="image name (build/images/NAME) or directory")
+    p.add_argument("--smp", type=int, default=1, help="number of CPUs (default 1)")
+    p.add_argument("--mem", default="512M", help="guest memory (default 512M)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="stop the guest after this long (exit 124)")
+    p.add_argument("--icount", action="store_true",
+                   help="deterministic mode: -icount shift=0,sleep=off (rdtsc = instructions)")
+    p.add_argument("--gdb", action="store_true",
+                   help="start paused with a gdbstub; prints the gdb command to attach")
+    p.add_argument("-p", "--port", action="append", default=[], metavar="HOST:GUEST",
+                   help="forward TCP port HOST on 127.0.0.1 to GUEST in the guest "
+                   "(adds a virtio-net NIC on QEMU user networking)")
+    p.add_argument("--append", action="append", default=[], metavar="ARG",
+                   help="extra kernel command-line argument (repeatable)")
+    p.add_argument("--quiet-console", action="store_true",
+                   help="do not echo the console (it is still logged)")
+
+
+def run(args: argparse.Namespace, inv: Invocation) -> int:
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    img = image.find(args.image)
+    opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=args.smp,
+                           mem=args.mem, icount=args.icount, gdb=args.gdb,
+                           append=list(args.append), program_args=inv.program_args,
+                           forwards=[qemu.parse_forward(p) for p in args.port])
+    timeout = None if args.gdb else args.timeout
+    outcome = boot.run(opts, log_name=img.meta.name, timeout=timeout,
+                       echo=not args.quiet_console)
+    if outcome.problem:
+        boot.report_problem(outcome)
+    return outcome.exit_code

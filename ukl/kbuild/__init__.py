@@ -1,0 +1,1 @@
+"""Kernel flavours: the UKL options table, config fragments, and incremental Kbuild builds."""

@@ -1,0 +1,118 @@
+"""Incremental, ccache-backed kernel builds, one output directory per flavour.
+
+The source tree is build/src/linux (Debian source + our series); objects go to
+build/kernel/FLAVOUR via Kbuild's O=, so several flavours share one tree and
+each rebuilds only what changed.
+"""
+from __future__ import annotations
+
+import fcntl
+import re
+import sys
+from pathlib import Path
+
+from ukl.common import paths, stamp
+from ukl.common.buildenv import build_env, cached, jobs
+from ukl.common.errors import UklError
+from ukl.common.proc import StepCounter, run_logged
+from ukl.kbuild import kconfig, seed
+from ukl.kbuild.flavour import Flavour
+from ukl.sources import debian, series
+
+# Kbuild's quiet output: two spaces, an upper-case tag, the target.
+_KBUILD_STEP = re.compile(r"^  [A-Z][A-Z0-9_]* +\S")
+# Steps of a cold build of the stock flavour, measured; refined per output
+# directory after each build (stored in .ukl-steps).
+_DEFAULT_STEPS = 1560
+_CONFIG_STAMP = ".ukl-config-digest"
+
+
+def output_dir(flavour: str) -> Path:
+    return paths.kernel_builds_dir() / flavour
+
+
+def _make_env() -> dict[str, str]:
+    # Stable version banner: the same sources give the same vmlinux strings.
+    return build_env(KBUILD_BUILD_USER="ukl", KBUILD_BUILD_HOST="ukl")
+
+
+def _make(tree: Path, out: Path, *targets: str) -> list[str]:
+    cc = cached("gcc")
+    return ["make", "-C", str(tree), f"O={out}", f"-j{jobs()}",
+            f"CC={cc}", f"HOSTCC={cc}", *targets]
+
+
+def configure(tree: Path, flavour: Flavour, out: Path) -> Path:
+    """(Re)generate out/.config when the fragments changed; verify every option."""
+    out.mkdir(parents=True, exist_ok=True)
+    wanted = flavour.kconfig
+    text = kconfig.render(wanted)
+    state = stamp.digest(text)
+    dot_config = out / ".config"
+    if dot_config.is_file() and stamp.current(out / _CONFIG_STAMP, state):
+        return dot_config
+    allconfig = out / "ukl-allconfig"
+    allconfig.write_text(text)
+    env = _make_env()
+    env["KCONFIG_ALLCONFIG"] = str(allconfig)
+    run_logged(_make(tree, out, "allnoconfig"), label=f"configure kernel {flavour.name}",
+               log_path=paths.logs_dir() / f"kernel-{flavour.name}-config.log", env=env)
+    bad = kconfig.mismatches(wanted, kconfig.parse(dot_config.read_text(), str(dot_config)))
+    if bad:
+        raise UklError(
+            f"kernel flavour {flavour.name}: {len(bad)} option(s) did not take effect "
+            f"(missing dependency?); fix {', '.join(f.name for f in flavour.fragments)}",
+            detail="\n".join(bad))
+    stamp.record(out / _CONFIG_STAMP, state)
+    return dot_config
+
+
+def _seed_first_build(flavour: Flavour, out: Path) -> None:
+    """A never-configured output directory starts as a copy of the nearest
+    built flavour's (see ukl.kbuild.seed)."""
+    if (out / ".config").is_file():
+        return
+    source = seed.nearest(flavour.kconfig, out.parent, exclude=out)
+    if source is None:
+        return
+    print(f"ukl: kernel {flavour.name}: first build, starting from {source.name}'s objects",
+          file=sys.stderr)
+    seed.seed(out, source)
+
+
+def build(flavour: Flavour, ukl_app: Path | None = None, build_as: str | None = None) -> Path:
+    """Build vmlinux for a flavour (incrementally) and return its path.
+
+    With `ukl_app` (a UKL flavour only), the application object is linked
+    into vmlinux: only the final link depends on it, so changing the
+    application relinks without recompiling the kernel.
+
+    `build_as` names the output directory instead of the flavour: flavours
+    that take turns in one directory (`ukl matrix`) rebuild only the
+    objects whose options changed (Kbuild tracks each object's CONFIG_
+    dependencies), where a fresh directory per flavour compiles everything.
+    The returned vmlinux is then only valid until the next build there.
+    """
+    if ukl_app is not None and not flavour.is_ukl:
+        raise UklError(f"kernel flavour {flavour.name} has CONFIG_UNIKERNEL_LINUX off; "
+                       "a UKL application needs a UKL flavour (e.g. --kernel ukl)")
+    tree = series.prepare(debian.get("linux"))
+    out = output_dir(build_as or flavour.name)
+    out.mkdir(parents=True, exist_ok=True)
+    # One build per output directory at a time: the app link rewrites vmlinux.
+    with (out / seed.LOCK_NAME).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _seed_first_build(flavour, out)
+        configure(tree, flavour, out)
+        targets = ["vmlinux"]
+        if ukl_app is not None:
+            targets.append(f"UKL_APP={ukl_app.resolve()}")
+        counter = StepCounter.remembered(_KBUILD_STEP, out, _DEFAULT_STEPS)
+        run_logged(_make(tree, out, *targets), label=f"kernel {flavour.name}",
+                   log_path=paths.logs_dir() / f"kernel-{flavour.name}.log",
+                   env=_make_env(), counter=counter)
+        counter.save(out)
+    vmlinux = out / "vmlinux"
+    if not vmlinux.is_file():
+        raise UklError(f"kernel build finished but {vmlinux} is missing")
+    return vmlinux

@@ -1,0 +1,149 @@
+"""Kernel flavours: a name -> the fragments and the UKL options it has.
+
+A flavour is looked up once (the CLI does it) and passed down as a Flavour
+object, which carries its merged Kconfig options and its UKL options; the
+layers below ask it questions instead of re-reading files.
+
+Named flavours: `stock` and `ukl` and the combinations in
+kernel/flavours.ini, and `ukl-NAME` for each option of kernel/options.ini
+marked `flavour = yes`. Any other combination is BASE+OPTION+...
+(`ukl+ret+rtc`): BASE's fragments plus each option's.
+"""
+from __future__ import annotations
+
+import configparser
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ukl.common import paths
+from ukl.common.errors import UklError, UsageError
+from ukl.kbuild import kconfig
+from ukl.kbuild.options import CONFIGS_DIR, Option, table
+
+FLAVOURS_INI = paths.REPO_ROOT / "kernel" / "flavours.ini"
+DEFAULT_EXEC_NAME = "/UKL"
+
+
+@dataclass(frozen=True)
+class Flavour:
+    name: str
+    description: str
+    fragments: tuple[Path, ...]
+    # Every option the fragments set, merged in order (Kconfig's input).
+    kconfig: dict[str, str] = field(compare=False, repr=False)
+    # The UKL options on, in the table's order.
+    options: tuple[Option, ...] = field(compare=False)
+
+    @property
+    def is_ukl(self) -> bool:
+        """Whether the flavour links an application into vmlinux."""
+        return self.kconfig.get("CONFIG_UNIKERNEL_LINUX") == "y"
+
+    def has(self, option: str) -> bool:
+        if option not in table():
+            raise ValueError(f"no UKL option {option!r} in the options table")
+        return any(o.name == option for o in self.options)
+
+    @property
+    def exec_name(self) -> str:
+        """The path whose exec starts the linked application."""
+        return self.kconfig.get("CONFIG_UNIKERNEL_LINUX_EXEC_NAME",
+                                DEFAULT_EXEC_NAME).strip('"')
+
+    @property
+    def bench_skips(self) -> tuple[str, ...]:
+        """lebench groups the flavour's options rule out by design."""
+        return tuple(g for o in self.options for g in o.bench_skips)
+
+    @property
+    def bench_args(self) -> tuple[str, ...]:
+        return tuple(a for o in self.options for a in o.bench_args)
+
+    @property
+    def boot_args(self) -> tuple[str, ...]:
+        return tuple(a for o in self.options for a in o.boot_args)
+
+    @property
+    def dir_name(self) -> str:
+        """The name as a file name (image and log names have no '+')."""
+        return self.name.replace("+", "-")
+
+
+def make(name: str, description: str, fragments: tuple[Path, ...]) -> Flavour:
+    for f in fragments:
+        if not f.is_file():
+            raise UklError(f"flavour {name}: missing fragment {f}")
+    merged: dict[str, str] = {}
+    for frag in fragments:
+        merged.update(kconfig.parse(frag.read_text(), str(frag)))
+    on = tuple(o for o in table().values() if merged.get(o.config) == "y")
+    return Flavour(name, description, fragments, merged, on)
+
+
+def _with_options(name: str, description: str, base: Flavour,
+                  option_names: list[str]) -> Flavour:
+    opts = table()
+    frags = list(base.fragments)
+    for opt in option_names:
+        if opt not in opts:
+            raise UsageError(f"flavour {name}: no UKL option '{opt}'; options: "
+                             f"{', '.join(opts)} (kernel/options.ini)")
+        if opts[opt].fragment not in frags:
+            frags.append(opts[opt].fragment)
+    return make(name, description, tuple(frags))
+
+
+def parse_named(ini: Path = FLAVOURS_INI, configs: Path = CONFIGS_DIR) -> dict[str, Flavour]:
+    """The named flavours, in this order: those made of fragments, one per
+    option marked `flavour = yes`, then the combinations of flavours.ini."""
+    parser = configparser.ConfigParser()
+    if not parser.read(ini):
+        raise UklError(f"cannot read {ini}")
+    named: dict[str, Flavour] = {}
+    for name in parser.sections():
+        if "fragments" in parser[name]:
+            named[name] = make(name, parser[name].get("description", ""),
+                               tuple(configs / f for f in parser[name]["fragments"].split()))
+    if "ukl" in named:
+        for opt in table().values():
+            if opt.own_flavour:
+                named[opt.flavour_name] = _with_options(
+                    opt.flavour_name, f"UKL base model + {opt.config[7:]}: {opt.summary}",
+                    named["ukl"], [opt.name])
+    for name in parser.sections():
+        row = parser[name]
+        if "fragments" in row:
+            continue
+        if row.get("base") not in named:
+            raise UklError(f"{ini} [{name}]: give `fragments`, or `base` (a flavour "
+                           "made of fragments) and `options`")
+        named[name] = _with_options(name, row.get("description", ""), named[row["base"]],
+                                    row.get("options", "").split())
+    return named
+
+
+@functools.cache
+def named() -> dict[str, Flavour]:
+    """Every named flavour (read once per process)."""
+    return parse_named()
+
+
+def get(name: str) -> Flavour:
+    """A named flavour, or a composed one, BASE+OPTION+..."""
+    flavours = named()
+    if name in flavours:
+        return flavours[name]
+    if "+" in name:
+        base, *opts = name.split("+")
+        if base not in flavours:
+            raise UsageError(f"flavour {name}: unknown base flavour '{base}'; known: "
+                             f"{', '.join(sorted(flavours))}")
+        return _with_options(name, f"{base} + {', '.join(opts)}", flavours[base], opts)
+    raise UsageError(f"unknown kernel flavour '{name}'; known: {', '.join(sorted(flavours))}, "
+                     "or BASE+OPTION+... with options from kernel/options.ini")
+
+
+def get_all(names: list[str]) -> list[Flavour]:
+    """Several flavours, looked up at once (bad names fail before any build)."""
+    return [get(n) for n in names]

@@ -1,1 +1,0 @@
-"""The kernel layer: config fragments, flavours and incremental builds."""

@@ -1,0 +1,82 @@
+"""The build pipeline: a program (sources, a Makefile project or a Debian
+package) and a kernel flavour -> an image. `ukl build`, `ukl image create`,
+`ukl bench`, `ukl bench-apps` and `ukl matrix` all make their images here.
+
+On a UKL flavour the program is built with the UKL toolchain and linked into
+vmlinux (mode "ukl"); on any other flavour it is an ordinary static process
+in the initramfs (mode "process").
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ukl.app import compile as ukl_app
+from ukl.app import process
+from ukl.app.debian import build as debbuild
+from ukl.app.debian import recipe
+from ukl.common.errors import UklError, UsageError
+from ukl.image import image
+from ukl.image.initramfs import InitramfsSpec
+from ukl.kbuild import build as kbuild
+from ukl.kbuild.flavour import Flavour
+
+
+def image_from_program(name: str, flavour: Flavour, spec: InitramfsSpec) -> image.Image:
+    """An image of an existing static program (spec.program; none: a
+    shell) on `flavour`'s kernel, as an ordinary process."""
+    return image.create(name, kbuild.build(flavour), flavour.name, spec)
+
+
+def build_image(name: str, flavour: Flavour, sources: list[Path], spec: InitramfsSpec,
+                binary: str | None = None, build_as: str | None = None) -> image.Image:
+    """Build `sources` (C/C++ files, or one directory with a Makefile) into
+    image `name` on `flavour`. `spec` gives the extra files and helpers; its
+    program is filled in here. `build_as`: the kernel's output directory, if
+    not the flavour's own (kbuild.build)."""
+    project = sources[0] if len(sources) == 1 and sources[0].is_dir() else None
+    if binary and project is None:
+        raise UsageError("--binary applies to a Makefile directory, not to source files")
+    if not flavour.is_ukl:
+        spec.program = (ukl_app.build_project(project, name, binary, ukl=False) if project
+                        else process.compile_static(sources, name))
+        return image.create(name, kbuild.build(flavour, build_as=build_as), flavour.name, spec)
+    if project:
+        linked = ukl_app.build_project(project, name, binary, ukl=True)
+        app = ukl_app.kernel_object(linked, ukl_app.app_dir(name) / f"{name}.ukl.o")
+    else:
+        app = ukl_app.compile_app(sources, name)
+    return _ukl_image(name, flavour, app, spec, build_as)
+
+
+def build_debian_image(name: str, flavour: Flavour, package: str, spec: InitramfsSpec,
+                       binary: str | None = None) -> image.Image:
+    """Build Debian source package `package` (ukl.app.debian) into image
+    `name`: its program linked into the kernel on a UKL flavour, an ordinary
+    process otherwise; the recipe's tools, built as ordinary static
+    programs, go to /usr/bin beside it, and its default arguments into the
+    image."""
+    rec = recipe.load(package)
+    if rec.library:
+        raise UklError(f"{package} is a library (recipes/{package}.ini); build the "
+                       "application that uses it")
+    built = debbuild.build(package, ukl=flavour.is_ukl, binary=binary)
+    tools = (debbuild.build(package, ukl=False).tools if flavour.is_ukl and rec.tools
+             else built.tools)
+    spec.files += [(t, f"/usr/bin/{t.name}") for t in tools] + rec.files
+    spec.default_args = rec.args
+    if built.program is None:
+        raise UklError(f"{package}: its build made no program to run")
+    if not flavour.is_ukl:
+        spec.program = built.program
+        return image.create(name, kbuild.build(flavour), flavour.name, spec)
+    app = ukl_app.kernel_object(built.program, ukl_app.app_dir(name) / f"{name}.ukl.o")
+    return _ukl_image(name, flavour, app, spec, None)
+
+
+def _ukl_image(name: str, flavour: Flavour, app: Path, spec: InitramfsSpec,
+               build_as: str | None) -> image.Image:
+    """Link the application object into the flavour's kernel; the image's
+    init execs the path that starts it."""
+    vmlinux = kbuild.build(flavour, ukl_app=app, build_as=build_as)
+    spec.ukl_exec = flavour.exec_name
+    return image.create(name, vmlinux, flavour.name, spec, mode="ukl")

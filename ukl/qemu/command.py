@@ -1,0 +1,117 @@
+"""Compose the QEMU command line for booting an image (pure, unit-tested)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ukl.common.errors import UsageError
+
+QEMU = "qemu-system-x86_64"
+# QEMU's isa-debug-exit device: a byte written to this port ends QEMU with
+# exit status (byte << 1) | 1. init.sh writes the program's status there.
+DEBUG_EXIT_PORT = 0xF4
+GDB_PORT = 1234
+# x86 COMMAND_LINE_SIZE, and the kernel's limit on init arguments
+# (MAX_INIT_ARGS = CONFIG_INIT_ENV_ARG_LIMIT = 32, argv[0] included).
+CMDLINE_MAX = 2048
+INIT_ARGS_MAX = 31
+BASE_CMDLINE = ["console=ttyS0", "panic=-1", "quiet"]
+
+
+@dataclass
+class RunOptions:
+    kernel: Path
+    initramfs: Path
+    smp: int = 1
+    mem: str = "512M"
+    icount: bool = False
+    gdb: bool = False
+    append: list[str] = field(default_factory=list)
+    program_args: list[str] = field(default_factory=list)
+    # TCP port forwards (host port, guest port) through QEMU user networking.
+    forwards: list[tuple[int, int]] = field(default_factory=list)
+
+
+def parse_forward(spec: str) -> tuple[int, int]:
+    """'HOST:GUEST' (TCP ports) -> (host, guest)."""
+    m = re.fullmatch(r"(\d+):(\d+)", spec)
+    ports = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    if not m or not all(1 <= p <= 65535 for p in ports):
+        raise UsageError(f"-p {spec}: use HOST:GUEST with TCP ports 1-65535, e.g. -p 8080:80")
+    return ports
+
+
+def _network(opts: RunOptions) -> list[str]:
+    """No network unless ports are forwarded: then a virtio-net NIC on QEMU
+    user networking (guest 10.0.2.15, set up by the image's init)."""
+    if not opts.forwards:
+        return ["-nic", "none"]
+    fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{h}-:{g}" for h, g in opts.forwards)
+    return ["-nic", f"user,model=virtio-net-pci,{fwd}"]
+
+
+def check_mem(mem: str) -> str:
+    if not re.fullmatch(r"[1-9][0-9]*[MG]?", mem):
+        raise UsageError(f"--mem {mem}: use a size such as 512M or 2G")
+    return mem
+
+
+def _quote_init_arg(arg: str) -> str:
+    """Quote one program argument for the kernel command line.
+
+    The kernel's parser understands only double quotes around a whole word
+    and has no escapes, so arguments containing '"' or newlines cannot pass.
+    """
+    if arg == "" or '"' in arg or "\n" in arg:
+        raise UsageError(f"program argument {arg!r} cannot be passed on the kernel "
+                         "command line (empty, or contains '\"' or a newline)")
+    return f'"{arg}"' if any(c.isspace() for c in arg) else arg
+
+
+def kernel_cmdline(opts: RunOptions) -> str:
+    if len(opts.program_args) > INIT_ARGS_MAX - 1:
+        raise UsageError(f"too many program arguments ({len(opts.program_args)}); "
+                         f"the kernel passes at most {INIT_ARGS_MAX - 1} to init")
+    words = BASE_CMDLINE + opts.append
+    if opts.program_args:
+        # Everything after '--' goes to init (and so to the program) verbatim.
+        words += ["--"] + [_quote_init_arg(a) for a in opts.program_args]
+    cmdline = " ".join(words)
+    if len(cmdline) >= CMDLINE_MAX:
+        raise UsageError(f"kernel command line is {len(cmdline)} bytes; the limit is "
+                         f"{CMDLINE_MAX - 1}")
+    return cmdline
+
+
+def command(opts: RunOptions) -> list[str]:
+    if opts.smp < 1 or opts.smp > 64:
+        raise UsageError(f"--smp {opts.smp}: use 1 to 64 CPUs")
+    cmd = [
+        QEMU,
+        "-accel", "tcg",
+        # 'max' gives every feature TCG implements (SMEP, SMAP, FSGSBASE...).
+        "-cpu", "max",
+        "-smp", str(opts.smp),
+        "-m", check_mem(opts.mem),
+        "-kernel", str(opts.kernel),
+        "-initrd", str(opts.initramfs),
+        "-append", kernel_cmdline(opts),
+        "-display", "none",
+        "-monitor", "none",
+        "-serial", "stdio",
+        *_network(opts),
+        "-no-reboot",
+        "-device", f"isa-debug-exit,iobase={DEBUG_EXIT_PORT:#x},iosize=0x01",
+    ]
+    if opts.icount:
+        # One guest instruction per virtual nanosecond: rdtsc deltas become
+        # exact instruction counts, and runs are repeatable.
+        cmd += ["-icount", "shift=0,sleep=off"]
+    if opts.gdb:
+        cmd += ["-gdb", f"tcp::{GDB_PORT}", "-S"]
+    return cmd
+
+
+def gdb_hint(kernel: Path) -> str:
+    return f"gdb -ex 'target remote localhost:{GDB_PORT}' {kernel}"

@@ -1,1 +1,0 @@
-"""The runner: boot an image under QEMU and report the guest's exit status."""

@@ -1,0 +1,94 @@
+"""`ukl series check`: the kernel's checkpatch.pl --strict on every patch of
+a series, as a maintainer would run it before reviewing.
+
+The kernel series must be clean: no error, warning or check. The glibc and
+gcc series are GNU-style code, so the kernel's rules for code layout do not
+apply to them (GNU_LAYOUT below lists those rules); the rules for a patch
+itself (Signed-off-by, a subject and a body, trailing whitespace, DOS line
+endings, ...) still do. checkpatch.pl comes from the prepared Linux tree
+(`ukl series prepare linux`), so it matches the kernel the series targets.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+
+from ukl.common.errors import UklError
+from ukl.sources import debian
+from ukl.sources.debian import Component
+from ukl.sources.series import read_series
+
+# checkpatch message types about code layout in the kernel's style, which
+# GNU-style code breaks by design: two-space indents, a space before '(',
+# GNU block comments, no SPDX lines, no MAINTAINERS file.
+GNU_LAYOUT = (
+    "LEADING_SPACE", "SPACING", "SUSPECT_CODE_INDENT", "BLOCK_COMMENT_STYLE",
+    "FUNCTION_ARGUMENTS", "AVOID_EXTERNS", "COMPARISON_TO_NULL", "COMPLEX_MACRO",
+    "PREFER_DEFINED_ATTRIBUTE_MACRO", "SPDX_LICENSE_TAG", "FILE_PATH_CHANGES",
+    "CODE_INDENT", "BRACES", "OPEN_BRACE", "TRAILING_STATEMENTS", "PARENTHESIS_ALIGNMENT",
+    "LONG_LINE", "LONG_LINE_COMMENT", "MULTIPLE_ASSIGNMENTS", "CAMELCASE", "NEW_TYPEDEFS",
+    "UNSPECIFIED_INT", "SPACE_BEFORE_TAB", "WHITESPACE_AFTER_LINE_CONTINUATION",
+)
+_TOTAL = re.compile(r"total: (\d+) errors, (\d+) warnings, (?:(\d+) checks, )?")
+
+
+@dataclass(frozen=True)
+class PatchResult:
+    name: str
+    errors: int
+    warnings: int
+    checks: int
+    findings: list[str]
+
+    @property
+    def clean(self) -> bool:
+        return self.errors == self.warnings == self.checks == 0
+
+
+@dataclass(frozen=True)
+class Report:
+    component: str
+    ignored: tuple[str, ...]
+    patches: list[PatchResult]
+
+    @property
+    def clean(self) -> bool:
+        return all(p.clean for p in self.patches)
+
+    def text(self) -> str:
+        lines = [f"checkpatch.pl --strict on the {self.component} series"
+                 + (" (GNU style: code-layout rules ignored)" if self.ignored else "") + ":"]
+        for p in self.patches:
+            lines.append(f"  {p.name}: {p.errors} errors, {p.warnings} warnings, "
+                         f"{p.checks} checks")
+            lines += [f"    {f}" for f in p.findings]
+        clean = sum(p.clean for p in self.patches)
+        lines.append(f"{clean} of {len(self.patches)} patches clean")
+        return "\n".join(lines)
+
+
+def check(comp: Component) -> Report:
+    linux = debian.get("linux").tree
+    script = linux / "scripts" / "checkpatch.pl"
+    if not script.is_file():
+        raise UklError(f"no {script}; run `ukl series prepare linux` first")
+    ignored = () if comp.name == "linux" else GNU_LAYOUT
+    results = []
+    for patch in read_series(comp.series_dir):
+        cmd = ["perl", str(script), "--strict", "--terse", "--show-types", "--no-color"]
+        # The kernel series is checked inside its tree (MAINTAINERS, the
+        # documentation index, ...); the others are not part of it.
+        cmd += ["--ignore", ",".join(ignored), "--no-tree"] if ignored else []
+        res = subprocess.run([*cmd, str(patch)], cwd=linux, capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL)
+        total = _TOTAL.search(res.stdout)
+        if total is None:
+            raise UklError(f"checkpatch.pl gave no summary for {patch.name}",
+                           detail=(res.stderr or res.stdout)[-2000:])
+        findings = [line.split(": ", 1)[1] if ": " in line else line
+                    for line in res.stdout.splitlines()
+                    if re.search(r": (ERROR|WARNING|CHECK):", line)]
+        results.append(PatchResult(patch.name, int(total.group(1)), int(total.group(2)),
+                                   int(total.group(3) or 0), findings))
+    return Report(comp.name, ignored, results)
