@@ -151,3 +151,27 @@ diff --git a/main.c b/main.c
  }
 --
 """
+
+
+def test_export_writes_the_cover_letter_and_prepare_ignores_it(comp: debian.Component) -> None:
+    tree = series.prepare(comp, "1.0-1")
+    _commit_change(tree, "main.c", "int main(void)\n{\n\treturn 1;\n}\n", "proj: return 1")
+    _commit_change(tree, "README", "patched\n", "docs: say patched")
+    (comp.series_dir / series.COVER_TEXT).write_text(
+        "proj: two small changes\n\nWhat the series does, and why.\n")
+    names = series.export(comp)
+    assert series.COVER_PATCH not in names
+    cover = (comp.series_dir / series.COVER_PATCH).read_text()
+    assert "Subject: [PATCH 0/2] proj: two small changes\n" in cover
+    assert "What the series does, and why." in cover
+    assert "proj: return 1" in cover and "docs: say patched" in cover  # the shortlog
+    assert "2 files changed" in cover                                  # the diffstat
+    # A re-export without changes writes the same file (author and date
+    # are the last commit's).
+    series.export(comp)
+    assert (comp.series_dir / series.COVER_PATCH).read_text() == cover
+    assert [p.name for p in series.read_series(comp.series_dir)] == names
+    shutil.rmtree(tree)
+    series.prepare(comp, "1.0-1")
+    assert _git(tree, "log", "--format=%s").splitlines()[:2] == [
+        "docs: say patched", "proj: return 1"]

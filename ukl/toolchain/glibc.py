@@ -201,7 +201,7 @@ def symbols_digest() -> str:
                       what="nm")
     names = sorted({line for line in found.splitlines() if line and not line.endswith(":")})
     stubs = (sysroot() / "usr" / "include" / _STUBS_H).read_text()
-    return hashlib.sha256("\n".join([*names, stubs]).encode()).hexdigest()
+    return stamp.digest(*names, stubs)
 
 
 def configure() -> Path:
