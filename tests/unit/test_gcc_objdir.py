@@ -26,3 +26,47 @@ def test_missing_plugin_headers_say_how_to_get_them(tmp_path: Path,
         gcc_runtime._host_gcc_objdir(tmp_path / "gcc")
     assert "tm.h" in err.value.message and "ukl setup" in err.value.message
     assert not (tmp_path / "gcc").exists()
+
+
+def test_libstdcxx_configure_waits_for_libgcc_configure(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """libstdc++'s configure reads libgcc's gthr-default.h, which libgcc's
+    configure writes; on a loaded machine libgcc (at the lowest priority,
+    beside it) once came second, and libstdc++ was built without threads."""
+    import threading
+    import time
+    events: list[str] = []
+
+    def step(label: str, *args: object, **kwargs: object) -> None:
+        if label == "configure libgcc":
+            time.sleep(0.3)  # the slow side of the race
+        events.append(label)
+
+    for name, value in {"_step": step, "_start_stage": lambda *a: True,
+                        "_state": lambda *a: "state", "_host_gcc_objdir": lambda *a: None,
+                        "_compile_env": lambda *a: {}, "_configure_env": lambda: {},
+                        "_install_libstdcxx": lambda *a: None}.items():
+        monkeypatch.setattr(gcc_runtime, name, value)
+    monkeypatch.setattr(gcc_runtime.shutil, "copy2", lambda *a: None)
+    monkeypatch.setattr(gcc_runtime.stamp, "record", lambda *a: None)
+    configured = threading.Event()
+    libgcc = threading.Thread(target=gcc_runtime.build_libgcc,
+                              args=(tmp_path, "headers", configured))
+    libgcc.start()
+    gcc_runtime.build_libstdcxx(tmp_path, "headers", "symbols", configured)
+    libgcc.join()
+    assert events.index("configure libgcc") < events.index("configure libstdc++")
+
+
+def test_a_failing_libgcc_never_leaves_libstdcxx_waiting(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    def fail(*args: object) -> None:
+        raise UklError("libgcc failed")
+
+    monkeypatch.setattr(gcc_runtime, "_build_libgcc", fail)
+    configured = threading.Event()
+    with pytest.raises(UklError):
+        gcc_runtime.build_libgcc(tmp_path, "headers", configured)
+    assert configured.is_set()

@@ -6,6 +6,7 @@ in is checked here, once: a library that fails stops the build.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -46,8 +47,9 @@ def lint_libraries(group: str) -> None:
     stamp.record(linted, state)
 
 
-def _build_libgcc_and_lint(gcc_tree: Path, glibc_headers: str) -> None:
-    gcc_runtime.build_libgcc(gcc_tree, glibc_headers)
+def _build_libgcc_and_lint(gcc_tree: Path, glibc_headers: str,
+                           configured: threading.Event) -> None:
+    gcc_runtime.build_libgcc(gcc_tree, glibc_headers, configured)
     lint_libraries("c")
 
 
@@ -78,8 +80,9 @@ def build() -> Path:
     # Both cores are kept busy: the configure scripts, which run one process
     # at a time, each run beside other work. gcc's top level is configured
     # beside glibc's configure. libstdc++'s configure links test programs,
-    # so it waits for the finished C library; beside it, libgcc (it needs
-    # only the C library's headers) is built at the lowest priority, so that
+    # so it waits for the finished C library, and for libgcc's configure
+    # (it reads libgcc's gthr-default.h); beside it, libgcc (it needs only
+    # the C library's headers) is built at the lowest priority, so that
     # configure keeps its core, and the C libraries are linted. glibc's make
     # alone keeps both cores busy (building libgcc beside it, even at the
     # lowest priority, made it 23 s slower).
@@ -91,8 +94,10 @@ def build() -> Path:
         # A glibc failure is reported once the pool has waited for gcc.
         gcc_configured.result()
         root = glibc.build(tree)
-        c_libraries = pool.submit(_build_libgcc_and_lint, gcc_tree, headers)
-        gcc_runtime.build_libstdcxx(gcc_tree, headers, glibc.symbols_digest())
+        libgcc_configured = threading.Event()
+        c_libraries = pool.submit(_build_libgcc_and_lint, gcc_tree, headers, libgcc_configured)
+        gcc_runtime.build_libstdcxx(gcc_tree, headers, glibc.symbols_digest(),
+                                    libgcc_configured)
         c_libraries.result()
     host_entry.build()
     app_api.install()

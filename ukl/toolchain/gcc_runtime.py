@@ -11,6 +11,7 @@ gcc/g++.
 from __future__ import annotations
 
 import shutil
+import threading
 import tempfile
 from pathlib import Path
 
@@ -203,12 +204,22 @@ def _host_gcc_objdir(objdir: Path) -> None:
     (objdir / "libgcc.mvars").write_text(_LIBGCC_MVARS)
 
 
-def build_libgcc(tree: Path, glibc_headers: str) -> None:
+def build_libgcc(tree: Path, glibc_headers: str, configured: threading.Event) -> None:
     """libgcc, libgcc_eh and the crt files into the sysroot (after
     configure()). Needs only the C library's headers, and runs in the
     background beside libstdc++'s configure: its steps print no progress
-    line of their own, only when they are done.
+    line of their own, only when they are done. Sets `configured` once
+    libgcc's build directory is configured (or needs no rebuild):
+    libstdc++'s configure reads gthr-default.h from it, and without it
+    decides there are no threads.
     Rebuilt when gcc or those headers change."""
+    try:
+        _build_libgcc(tree, glibc_headers, configured)
+    finally:
+        configured.set()  # a failure is reported by the caller; never hang
+
+
+def _build_libgcc(tree: Path, glibc_headers: str, configured: threading.Event) -> None:
     out = build_dir()
     state = _state(tree, glibc_headers)
     installed = layout.ukl_libdir() / ".ukl-libgcc-installed"
@@ -217,22 +228,17 @@ def build_libgcc(tree: Path, glibc_headers: str) -> None:
         return
     make_jobs = f"-j{jobs()}"
     _host_gcc_objdir(out / "gcc")
-    # (label, command, runs configure scripts)
-    steps = [
-        ("configure libgcc", ["make", *_SKIP_COMPILER, "configure-target-libgcc",
-                              *_host_tools_for_target()], True),
-        # enable_shared=yes keeps libgcc_eh.a separate (as Debian ships it);
-        # PICFLAG= because the Linux fragment adds -fpic even to static objects.
-        ("libgcc", ["make", "-C", f"{TARGET}/libgcc", make_jobs, "enable_shared=yes",
-                    "PICFLAG=",
-                    *_LIBGCC_OUTPUTS], False),
-        ("strip split-stack", ["ar", "d", f"{TARGET}/libgcc/libgcc.a", *_SPLIT_STACK_OBJECTS],
-         False),
-    ]
     configure_env, compile_env = _configure_env(), _compile_env(tree, "libgcc")
-    for label, cmd, runs_configure in steps:
-        _step(label, cmd, out, configure_env if runs_configure else compile_env,
-              background=True)
+    _step("configure libgcc", ["make", *_SKIP_COMPILER, "configure-target-libgcc",
+                               *_host_tools_for_target()], out, configure_env,
+          background=True)
+    configured.set()
+    # enable_shared=yes keeps libgcc_eh.a separate (as Debian ships it);
+    # PICFLAG= because the Linux fragment adds -fpic even to static objects.
+    _step("libgcc", ["make", "-C", f"{TARGET}/libgcc", make_jobs, "enable_shared=yes",
+                     "PICFLAG=", *_LIBGCC_OUTPUTS], out, compile_env, background=True)
+    _step("strip split-stack", ["ar", "d", f"{TARGET}/libgcc/libgcc.a",
+                                *_SPLIT_STACK_OBJECTS], out, compile_env, background=True)
     ukl_lib = layout.ukl_libdir()
     ukl_lib.mkdir(parents=True, exist_ok=True)
     for name in _LIBGCC_OUTPUTS:
@@ -240,7 +246,8 @@ def build_libgcc(tree: Path, glibc_headers: str) -> None:
     stamp.record(installed, state)
 
 
-def build_libstdcxx(tree: Path, glibc_headers: str, glibc_symbols: str) -> None:
+def build_libstdcxx(tree: Path, glibc_headers: str, glibc_symbols: str,
+                    libgcc_configured: threading.Event) -> None:
     """libstdc++ into the sysroot (after configure()): configured against the
     finished C library (its configure links test programs, with the host
     compiler's own libgcc, so not ours). Rebuilt when
@@ -251,6 +258,7 @@ def build_libstdcxx(tree: Path, glibc_headers: str, glibc_symbols: str) -> None:
     installed = layout.ukl_libdir() / ".ukl-libstdcxx-installed"
     if not _start_stage("libstdc++-v3", installed, state):
         return
+    libgcc_configured.wait()
     _step("configure libstdc++", ["make", *_SKIP_COMPILER, "configure-target-libstdc++-v3",
                                   *_host_tools_for_target()], out, _configure_env())
     compile_env = _compile_env(tree, "libstdc++")
