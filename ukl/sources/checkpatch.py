@@ -10,6 +10,7 @@ endings, ...) still do. checkpatch.pl comes from the prepared Linux tree
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ GNU_LAYOUT = (
     "LONG_LINE", "LONG_LINE_COMMENT", "MULTIPLE_ASSIGNMENTS", "CAMELCASE", "NEW_TYPEDEFS",
     "UNSPECIFIED_INT", "SPACE_BEFORE_TAB", "WHITESPACE_AFTER_LINE_CONTINUATION",
 )
+# checkpatch.pl runs scripts/spdxcheck.py with the first python3 on PATH;
+# Debian's has python3-ply, which it needs (`ukl setup` installs it).
+_ENV = {**os.environ, "PATH": "/usr/bin:" + os.environ.get("PATH", "")}
 _TOTAL = re.compile(r"total: (\d+) errors, (\d+) warnings, (?:(\d+) checks, )?")
 
 
@@ -81,14 +85,18 @@ def check(comp: Component) -> Report:
         # documentation index, ...); the others are not part of it.
         cmd += ["--ignore", ",".join(ignored), "--no-tree"] if ignored else []
         res = subprocess.run([*cmd, str(patch)], cwd=linux, capture_output=True, text=True,
-                             stdin=subprocess.DEVNULL)
-        total = _TOTAL.search(res.stdout)
-        if total is None:
-            raise UklError(f"checkpatch.pl gave no summary for {patch.name}",
-                           detail=(res.stderr or res.stdout)[-2000:])
+                             stdin=subprocess.DEVNULL, env=_ENV)
         findings = [line.split(": ", 1)[1] if ": " in line else line
                     for line in res.stdout.splitlines()
                     if re.search(r": (ERROR|WARNING|CHECK):", line)]
-        results.append(PatchResult(patch.name, int(total.group(1)), int(total.group(2)),
-                                   int(total.group(3) or 0), findings))
+        total = _TOTAL.search(res.stdout)
+        if total is not None:
+            counts = (int(total.group(1)), int(total.group(2)), int(total.group(3) or 0))
+        elif res.returncode == 0 and not findings:
+            counts = (0, 0, 0)  # --terse prints no summary for a clean patch
+        else:
+            raise UklError(f"checkpatch.pl failed on {patch.name} (exit status "
+                           f"{res.returncode}) without a summary",
+                           detail=(res.stderr or res.stdout)[-2000:])
+        results.append(PatchResult(patch.name, *counts, findings))
     return Report(comp.name, ignored, results)
