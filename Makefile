@@ -24,13 +24,14 @@ run: setup
 test: setup sources kernel toolchain
 	$(PYTHON) -m pytest --durations=25 tests
 
-# Unit tests only (lint included): no kernel build, no QEMU.
+# Unit tests only (flake8, mypy and the layering test included): no kernel
+# build, no QEMU.
 unit:
 	$(PYTHON) -m pytest tests/unit
 
 # flake8 and mypy --strict on ukl/ (config: pyproject.toml), the import
 # layering, and checkpatch on the patch series.
-lint:
+lint: setup sources
 	$(PYTHON) -m pytest tests/unit/test_code_style.py tests/unit/test_layering.py
 	$(UKL) series check linux
 	$(UKL) series check glibc

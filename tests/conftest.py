@@ -46,10 +46,15 @@ def _kernel_fixture(name: str) -> Callable[[], Path]:
     return pytest.fixture(scope="session", name=fixture_name(name))(build_kernel)
 
 
-# One fixture per named flavour (kernel/flavours.ini, kernel/options.ini),
-# so a new option's flavour gets its fixture without a line here.
-for _name in flavour_names():
-    globals()[fixture_name(_name)] = _kernel_fixture(_name)
+def register_kernel_fixtures(namespace: dict[str, object], names: list[str]) -> None:
+    """One session fixture per named flavour (kernel/flavours.ini,
+    kernel/options.ini), so a new option's flavour gets its fixture
+    without a line here."""
+    for name in names:
+        namespace[fixture_name(name)] = _kernel_fixture(name)
+
+
+register_kernel_fixtures(globals(), flavour_names())
 
 
 def stop_run(runner: subprocess.Popen[str]) -> None:

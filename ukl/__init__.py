@@ -1,1 +1,1 @@
-"""UKL: Unikernel Linux tooling (sources, kernel, image, runner)."""
+"""UKL: Unikernel Linux tooling (see docs/architecture.md for its layers)."""

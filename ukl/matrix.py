@@ -32,9 +32,9 @@ from ukl import pipeline
 from ukl.common import paths
 from ukl.common.errors import UklError, UsageError
 from ukl.image.initramfs import InitramfsSpec
-from ukl.kbuild import flavour as flavours
+from ukl.kbuild import flavour
 from ukl.kbuild.flavour import Flavour
-from ukl.kbuild.options import REBUILD_KINDS, table
+from ukl.kbuild.options import table
 from ukl.qemu import command as qemu
 from ukl.qemu import run
 from ukl.results import ResultsWriter, results_dir
@@ -72,8 +72,8 @@ def combinations() -> list[str]:
 
 def by_rebuild_cost() -> list[str]:
     """Options by how much of a kernel build toggling them redoes, cheapest
-    first (the table's `rebuild`; ties in table order)."""
-    return sorted(table(), key=lambda o: REBUILD_KINDS.index(table()[o].rebuild))
+    first (the table's `rebuild` rank; ties in table order)."""
+    return sorted(table(), key=lambda name: table()[name].rebuild)
 
 
 def build_order(combination: str) -> int:
@@ -92,11 +92,7 @@ def build_order(combination: str) -> int:
 
 def flavour_for(combination: str) -> Flavour:
     """The named flavour with the same fragments, else the composed one."""
-    wanted = flavours.get(combination)
-    for named in flavours.named().values():
-        if set(named.fragments) == set(wanted.fragments):
-            return named
-    return wanted
+    return flavour.get(combination)
 
 
 def suite_checks(combination: str) -> list[str]:
@@ -107,16 +103,16 @@ def suite_checks(combination: str) -> list[str]:
     return [c for c in checks if c not in dropped]
 
 
-def check(combination: str, flavour: Flavour) -> Outcome:
+def check(combination: str, kernel: Flavour) -> Outcome:
     start = time.monotonic()
-    name = f"matrix-{flavour.dir_name}"
+    name = f"matrix-{kernel.dir_name}"
     try:
         # Composed flavours take turns in one output directory: only what
         # their options change is rebuilt (named flavours keep their own).
-        img = pipeline.build_image(name, flavour, [SUITE], InitramfsSpec(),
-                                   build_as=SHARED_BUILD if "+" in flavour.name else None)
+        img = pipeline.build_image(name, kernel, [SUITE], InitramfsSpec(),
+                                   build_as=SHARED_BUILD if "+" in kernel.name else None)
     except UklError as e:
-        return Outcome(combination, flavour.name, "no build", time.monotonic() - start, 0.0,
+        return Outcome(combination, kernel.name, "no build", time.monotonic() - start, 0.0,
                        e.message.splitlines()[0])
     built = time.monotonic()
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=2, mem="1G",
@@ -130,7 +126,7 @@ def check(combination: str, flavour: Flavour) -> Outcome:
     passed = outcome.exit_code == 0 and failures is not None and failures.group(1) == "0"
     detail = ("all checks passed" if passed else
               "; ".join(failed) or f"status {outcome.exit_code}, console log {outcome.log}")
-    return Outcome(combination, flavour.name, "pass" if passed else "fail",
+    return Outcome(combination, kernel.name, "pass" if passed else "fail",
                    built - start, time.monotonic() - built, detail)
 
 
@@ -159,7 +155,8 @@ def _write(out: ResultsWriter, outcomes: dict[str, Outcome]) -> None:
     lines += ["", f"{passed} of {len(combinations())} combinations pass "
               f"({len(outcomes)} run)."]
     out.markdown("matrix.md", "\n".join(lines))
-    out.meta("meta.json", [], options={o.name: o.config for o in table().values()},
+    out.meta("meta.json", [flavour_for(c) for c in outcomes],
+             options={o.name: o.config for o in table().values()},
              qemu_mode="TCG, 2 CPUs, 1 GiB")
 
 
@@ -175,10 +172,10 @@ def run_matrix(name: str, only: list[str], resume: bool, command: str) -> Path:
                    if not (resume and c in outcomes and outcomes[c].result == "pass")),
                   key=build_order)
     for i, combination in enumerate(todo, 1):
-        flavour = flavour_for(combination)
-        print(f"ukl: matrix {i}/{len(todo)}: {combination} (as {flavour.name})",
+        kernel = flavour_for(combination)
+        print(f"ukl: matrix {i}/{len(todo)}: {combination} (as {kernel.name})",
               file=sys.stderr)
-        outcomes[combination] = check(combination, flavour)
+        outcomes[combination] = check(combination, kernel)
         print(f"   [matrix] {combination}: {outcomes[combination].result}", file=sys.stderr)
         _write(out, {c: outcomes[c] for c in wanted if c in outcomes})
     return out.dir

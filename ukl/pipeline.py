@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ukl.app import compile as ukl_app
+from ukl.app import unikernel
 from ukl.app import process
 from ukl.app.debian import build as debbuild
 from ukl.app.debian import recipe
@@ -37,14 +37,14 @@ def build_image(name: str, flavour: Flavour, sources: list[Path], spec: Initramf
     if binary and project is None:
         raise UsageError("--binary applies to a Makefile directory, not to source files")
     if not flavour.is_ukl:
-        spec.program = (ukl_app.build_project(project, name, binary, ukl=False) if project
+        spec.program = (unikernel.build_project(project, name, binary, ukl=False) if project
                         else process.compile_static(sources, name))
         return image.create(name, kbuild.build(flavour, build_as=build_as), flavour.name, spec)
     if project:
-        linked = ukl_app.build_project(project, name, binary, ukl=True)
-        app = ukl_app.kernel_object(linked, ukl_app.app_dir(name) / f"{name}.ukl.o")
+        linked = unikernel.build_project(project, name, binary, ukl=True)
+        app = unikernel.kernel_object(linked, unikernel.app_dir(name) / f"{name}.ukl.o")
     else:
-        app = ukl_app.compile_app(sources, name)
+        app = unikernel.compile_app(sources, name)
     return _ukl_image(name, flavour, app, spec, build_as)
 
 
@@ -69,7 +69,7 @@ def build_debian_image(name: str, flavour: Flavour, package: str, spec: Initramf
     if not flavour.is_ukl:
         spec.program = built.program
         return image.create(name, kbuild.build(flavour), flavour.name, spec)
-    app = ukl_app.kernel_object(built.program, ukl_app.app_dir(name) / f"{name}.ukl.o")
+    app = unikernel.kernel_object(built.program, unikernel.app_dir(name) / f"{name}.ukl.o")
     return _ukl_image(name, flavour, app, spec, None)
 
 

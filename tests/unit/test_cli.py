@@ -1,6 +1,7 @@
 """The CLI's pure parts and its one-line errors for bad input."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,21 @@ def test_results_record_the_command_line_as_typed(tmp_path: Path,
                         lambda name, only, resume, command: seen.append(command) or tmp_path)
     assert cli.main(["matrix", "--only", "ukl+byp", "--name", "a b"]) == 0
     assert seen == ["ukl matrix --only ukl+byp --name 'a b'"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["series", "status", "nosuch"], "unknown source component 'nosuch'"),
+    (["bench", "--configs", "ukl-ret,ukl+ret"], "ukl\\+ret is the same kernel as ukl-ret"),
+    (["bench", "--configs", ","], "no kernel flavour given"),
+    (["bench-apps", "--configs", "stock,nosuch"], "unknown kernel flavour 'nosuch'"),
+])
+def test_bad_names_are_usage_errors(args: list[str], message: str) -> None:
+    res = ukl(*args)
+    assert res.returncode == 2, res.stderr
+    assert re.search(message, _one_line_error(res)), res.stderr
+
+
+def test_a_composed_name_of_a_named_kernel_is_that_kernel() -> None:
+    from ukl.kbuild import flavour
+    assert flavour.get("ukl+ret") is flavour.get("ukl-ret")
+    assert flavour.get("ukl+rtc").name == "ukl+rtc"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fixture_name
+from tests.conftest import fixture_name, register_kernel_fixtures
 from ukl import matrix
 from ukl.common.errors import UklError
 from ukl.kbuild import flavour, options
@@ -96,7 +96,8 @@ def test_run_order_changes_one_option_at_a_time() -> None:
     assert order[0] == "ukl"
     steps = [len(set(a.split("+")) ^ set(b.split("+"))) for a, b in zip(order, order[1:])]
     assert max(steps) <= 3 and steps.count(1) > len(steps) * 3 // 4
-    assert matrix.by_rebuild_cost()[:2] == ["ret", "nss"]
+    assert matrix.by_rebuild_cost() == ["ret", "nss", "pf_df", "shortcuts", "rtc", "byp",
+                                        "nss_ps"]
 
 
 def _table_with(tmp_path: Path, row: str) -> Path:
@@ -114,11 +115,10 @@ def test_a_new_option_is_one_row_and_its_fragment(tmp_path: Path,
     """What adding a UKL option takes: a row in kernel/options.ini and its
     fragment; the named flavour, its test fixture, the matrix and the
     bench knowledge follow from the table."""
-    ini = _table_with(tmp_path, "\n[dummy]\nconfig = CONFIG_UKL_DUMMY\nflavour = yes\n"
+    ini = _table_with(tmp_path, "\n[dummy]\nconfig = CONFIG_UKL_DUMMY\nflavour = yes\nrebuild = 8\n"
                                 "summary = a test\nchecks = dummy-check\ndrops = fork\n"
                                 "bench-skips = fork\n")
     (tmp_path / "configs" / "dummy.config").write_text("# A test.\nCONFIG_UKL_DUMMY=y\n")
-    monkeypatch.setattr(options, "CONFIGS_DIR", tmp_path / "configs")
     new_table = options.parse(ini, tmp_path / "configs")
     monkeypatch.setattr(options, "table", lambda: new_table)
     monkeypatch.setattr(flavour, "table", lambda: new_table)
@@ -126,6 +126,10 @@ def test_a_new_option_is_one_row_and_its_fragment(tmp_path: Path,
     named = flavour.parse_named(configs=tmp_path / "configs")
     assert named["ukl-dummy"].has("dummy") and named["ukl-dummy"].bench_skips == ("fork",)
     assert fixture_name("ukl-dummy") == "ukl_dummy_kernel"
+    # conftest registers a fixture for every named flavour.
+    fixtures: dict[str, object] = {}
+    register_kernel_fixtures(fixtures, list(named))
+    assert set(fixtures) == {fixture_name(n) for n in named} and "ukl_dummy_kernel" in fixtures
     assert len(matrix.combinations()) == 192 and "ukl+byp+dummy" in matrix.combinations()
     assert matrix.suite_checks("ukl+dummy") == [
         *(c for c in matrix.BASE_CHECKS if c != "fork"), "dummy-check"]
@@ -135,7 +139,7 @@ def test_a_new_option_is_one_row_and_its_fragment(tmp_path: Path,
     ("[bad]\nconfig = CONFIG_X\n", "fragment .*bad.config is missing"),
     ("[byp2]\nsummary = x\n", "no `config`"),
     ("[x]\nconfig = CONFIG_X\ncolour = red\n", "unknown key.*colour"),
-    ("[x]\nconfig = CONFIG_X\nrebuild = some\n", "rebuild = some"),
+    ("[x]\nconfig = CONFIG_X\nrebuild = some\n", "rebuild = some; give a rank"),
     ("[x]\nconfig = CONFIG_X\nexcludes = byp\n", "does not exclude x"),
 ])
 def test_bad_table_rows_are_named(tmp_path: Path, row: str, message: str) -> None:

@@ -11,8 +11,6 @@ import pytest
 from ukl.common.errors import UklError
 from ukl.host import packages, pymodules
 
-REPO = Path(__file__).resolve().parents[2]
-DEBIAN_PYTHON = Path("/usr/bin/python3")
 MISSING = (pymodules.Module("no_such_module_ukl", "python3-no-such-module-ukl",
                             "no-such-module-ukl", "a test module"),)
 
@@ -60,25 +58,3 @@ def test_nothing_to_do_installs_nothing(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(pymodules.subprocess, "run", lambda *a, **k: pytest.fail("pip ran"))
     monkeypatch.setattr(packages, "ensure", lambda *a: pytest.fail("apt ran"))
     assert pymodules.ensure((pymodules.Module("json", "-", "-", "stdlib"),)) == "present"
-
-
-def test_debians_own_python3_gets_its_modules_without_breaking_the_system() -> None:
-    """The module step of `ukl setup`, run by Debian's interpreter as on a
-    stock Debian 12: it must succeed without pip (which PEP 668 makes refuse,
-    unless told --break-system-packages) and leave the modules importable."""
-    assert DEBIAN_PYTHON.is_file(), "Debian's python3 is missing: run `ukl setup`"
-    step = subprocess.run(
-        [str(DEBIAN_PYTHON), "-c",
-         "from ukl.host import pymodules; print(pymodules.ensure())"],
-        cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
-    assert step.returncode == 0, step.stderr
-    assert step.stdout.strip() in ("debian", "present"), step.stdout
-    assert "pip" not in step.stderr.replace("PEP 668", ""), step.stderr
-    names = ", ".join(m.name for m in pymodules.MODULES)
-    check = subprocess.run([str(DEBIAN_PYTHON), "-c", f"import {names}"],
-                           capture_output=True, text=True)
-    assert check.returncode == 0, check.stderr
-    pip = subprocess.run([str(DEBIAN_PYTHON), "-m", "pip", "install", "--dry-run", "six"],
-                         capture_output=True, text=True)
-    # Still Debian's own interpreter: pip there refuses, so no step above used it.
-    assert pip.returncode != 0

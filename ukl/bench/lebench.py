@@ -95,7 +95,7 @@ def prepare_config(flavour: Flavour, quick: bool, groups: list[str]) -> Prepared
 def measure(prep: Prepared, shared: bool) -> list[report.Row]:
     """Boot a prepared image under icount and read its measurements
     (`shared`: see _progress)."""
-    flavour, groups = prep.flavour.name, prep.groups
+    config_name, groups = prep.flavour.name, prep.groups
     opts = qemu.RunOptions(kernel=prep.img.kernel, initramfs=prep.img.initramfs, smp=1,
                            mem="1G", icount=True, gdb=False, append=[],
                            program_args=prep.args)
@@ -103,7 +103,7 @@ def measure(prep: Prepared, shared: bool) -> list[report.Row]:
     log.unlink(missing_ok=True)
     done = threading.Event()
     ticker = threading.Thread(target=_progress,
-                              args=(flavour, log, _expected_lines(groups), done, shared))
+                              args=(config_name, log, _expected_lines(groups), done, shared))
     ticker.start()
     try:
         outcome = run.run(opts, log_name=f"bench-{prep.flavour.dir_name}", timeout=RUN_TIMEOUT,
@@ -114,11 +114,11 @@ def measure(prep: Prepared, shared: bool) -> list[report.Row]:
     if outcome.exit_code != 0:
         if outcome.problem:
             run.report_problem(outcome)
-        raise UklError(f"benchmark on {flavour} failed (status {outcome.exit_code}); "
+        raise UklError(f"benchmark on {config_name} failed (status {outcome.exit_code}); "
                        f"console log: {outcome.log}")
-    rows = report.parse(outcome.log.read_text(errors="replace"), flavour)
+    rows = report.parse(outcome.log.read_text(errors="replace"), config_name)
     if len(rows) != _expected_lines(groups):
-        raise UklError(f"benchmark on {flavour}: {len(rows)} measurements, expected "
+        raise UklError(f"benchmark on {config_name}: {len(rows)} measurements, expected "
                        f"{_expected_lines(groups)}; console log: {outcome.log}")
     return rows
 

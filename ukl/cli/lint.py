@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ukl.cli.args import Invocation
+from ukl.common.errors import UklError, UsageError
 from ukl.toolchain import lint
 
 SUMMARY = ("check objects/archives for code unfit for CPL0 (raw syscalls, red zone, "
@@ -19,7 +20,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     failed = False
     for path in args.files:
-        findings = lint.lint(path)
+        try:
+            findings = lint.lint(path)
+        except UklError as e:
+            # The files are the user's: one that is missing or not an
+            # object is bad input.
+            raise UsageError(e.message, detail=e.detail) from e
         if findings:
             failed = True
             print(lint.report(path, findings), file=sys.stderr)

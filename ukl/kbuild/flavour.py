@@ -139,11 +139,25 @@ def get(name: str) -> Flavour:
         if base not in flavours:
             raise UsageError(f"flavour {name}: unknown base flavour '{base}'; known: "
                              f"{', '.join(sorted(flavours))}")
-        return _with_options(name, f"{base} + {', '.join(opts)}", flavours[base], opts)
+        composed = _with_options(name, f"{base} + {', '.join(opts)}", flavours[base], opts)
+        # The same kernel as a named flavour is that flavour: one build
+        # directory, one image name (ukl+ret is ukl-ret).
+        for same in flavours.values():
+            if set(same.fragments) == set(composed.fragments):
+                return same
+        return composed
     raise UsageError(f"unknown kernel flavour '{name}'; known: {', '.join(sorted(flavours))}, "
                      "or BASE+OPTION+... with options from kernel/options.ini")
 
 
 def get_all(names: list[str]) -> list[Flavour]:
-    """Several flavours, looked up at once (bad names fail before any build)."""
-    return [get(n) for n in names]
+    """Several different flavours, looked up at once (bad names fail before
+    any build)."""
+    if not names:
+        raise UsageError("no kernel flavour given")
+    found = [get(n) for n in names]
+    for i, f in enumerate(found):
+        if f in found[:i]:
+            raise UsageError(f"{names[i]} is the same kernel as {names[found.index(f)]}; "
+                             "give each flavour once")
+    return found

@@ -17,7 +17,7 @@ from ukl.common.errors import UklError
 
 OPTIONS_INI = paths.REPO_ROOT / "kernel" / "options.ini"
 CONFIGS_DIR = paths.REPO_ROOT / "kernel" / "configs"
-REBUILD_KINDS = ("entry", "headers")
+UNRANKED = 1000
 _KEYS = {"config", "summary", "flavour", "excludes", "rebuild", "checks", "drops",
          "bench-skips", "bench-args", "boot-args"}
 
@@ -29,16 +29,13 @@ class Option:
     summary: str
     own_flavour: bool              # `make kernel` builds ukl-NAME
     excludes: frozenset[str]
-    rebuild: str                   # one of REBUILD_KINDS
+    rebuild: int                   # rank: how much toggling it rebuilds
     checks: tuple[str, ...]        # ukl_suite checks it adds
     drops: tuple[str, ...]         # ukl_suite checks it rules out
     bench_skips: tuple[str, ...]   # lebench groups it rules out
     bench_args: tuple[str, ...]
     boot_args: tuple[str, ...]
-
-    @property
-    def fragment(self) -> Path:
-        return CONFIGS_DIR / f"{self.name}.config"
+    fragment: Path                 # kernel/configs/NAME.config
 
     @property
     def flavour_name(self) -> str:
@@ -61,21 +58,23 @@ def parse(ini: Path, configs: Path = CONFIGS_DIR) -> dict[str, Option]:
                            f"known: {', '.join(sorted(_KEYS))}")
         if "config" not in row:
             raise UklError(f"{where}: no `config` (the Kconfig symbol the option turns on)")
-        rebuild = row.get("rebuild", "headers")
-        if rebuild not in REBUILD_KINDS:
-            raise UklError(f"{where}: rebuild = {rebuild}; use one of "
-                           f"{', '.join(REBUILD_KINDS)}")
+        # Unranked: toggled least often, as if it changed every object.
+        rebuild = row.get("rebuild", str(UNRANKED))
+        if not rebuild.isdigit():
+            raise UklError(f"{where}: rebuild = {rebuild}; give a rank, a whole number "
+                           "(1: toggling it rebuilds the least)")
         if not (configs / f"{name}.config").is_file():
             raise UklError(f"{where}: its fragment {configs / f'{name}.config'} is missing")
         table[name] = Option(
             name=name, config=row["config"], summary=row.get("summary", ""),
             own_flavour=row.getboolean("flavour", fallback=False),
-            excludes=frozenset(row.get("excludes", "").split()), rebuild=rebuild,
+            excludes=frozenset(row.get("excludes", "").split()), rebuild=int(rebuild),
             checks=tuple(row.get("checks", "").split()),
             drops=tuple(row.get("drops", "").split()),
             bench_skips=tuple(row.get("bench-skips", "").split()),
             bench_args=tuple(row.get("bench-args", "").split()),
-            boot_args=tuple(row.get("boot-args", "").split()))
+            boot_args=tuple(row.get("boot-args", "").split()),
+            fragment=configs / f"{name}.config")
     for opt in table.values():
         for other in opt.excludes:
             if other not in table or opt.name not in table[other].excludes:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ukl.common import paths
-from ukl.common.errors import UklError, UsageError
+from ukl.common.errors import UklError
 from ukl.common.proc import log_tail
 from ukl.qemu import command as qemu
 
@@ -73,7 +73,7 @@ def run(opts: qemu.RunOptions, *, log_name: str, timeout: float | None,
                        "`apt-get install qemu-system-x86`")
     for f in (opts.kernel, opts.initramfs):
         if not f.is_file():
-            raise UsageError(f"{f} does not exist")
+            raise UklError(f"{f} does not exist")
     cmd = qemu.command(opts)
     log = paths.logs_dir() / f"run-{log_name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ukl.common import paths
-from ukl.common.errors import UklError
+from ukl.common.errors import UklError, UsageError
 
 SOURCES_INI = paths.REPO_ROOT / "sources.ini"
 
@@ -53,7 +53,7 @@ def load(ini: Path = SOURCES_INI, trees: Path | None = None,
 def get(name: str) -> Component:
     components = load()
     if name not in components:
-        raise UklError(
+        raise UsageError(
             f"unknown source component '{name}'; known: {', '.join(sorted(components))}")
     return components[name]
 

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from ukl.common import paths
-from ukl.sources import debian
+from ukl.sources import debian, series
 from ukl.toolchain import layout
 
 KEY_FILE = ".ukl-toolchain-key"
@@ -52,7 +52,8 @@ def key() -> str:
         h.update(f"{name} {debian.installed_version(comp.package)} ".encode())
         st = comp.tarball.stat()
         h.update(f"{comp.tarball} {st.st_size} {st.st_mtime_ns}\n".encode())
-        for patch in sorted(comp.series_dir.iterdir()):
+        # The patches the series applies, not the cover letter beside them.
+        for patch in [comp.series_dir / series.SERIES_FILE, *series.read_series(comp.series_dir)]:
             h.update(patch.name.encode() + b"\0" + patch.read_bytes())
     for rel in _RECIPE_FILES:
         h.update(rel.encode() + b"\0" + (paths.REPO_ROOT / rel).read_bytes())

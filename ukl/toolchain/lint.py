@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ukl.common.errors import UklError, UsageError
+from ukl.common.errors import UklError
 
 _FILE = re.compile(r"^(?:In archive .*|(\S+):\s+file format \S+)$")
 _FUNC = re.compile(r"^[0-9a-f]+ <(.+)>:$")
@@ -63,8 +63,8 @@ def _tool(name: str) -> str:
 def _run(cmd: list[str]) -> str:
     res = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     if res.returncode != 0:
-        raise UsageError(f"{Path(cmd[0]).name} cannot read {cmd[-1]}: "
-                         f"{res.stderr.strip().splitlines()[-1] if res.stderr else 'failed'}")
+        raise UklError(f"{Path(cmd[0]).name} cannot read {cmd[-1]}: "
+                       f"{res.stderr.strip().splitlines()[-1] if res.stderr else 'failed'}")
     return res.stdout
 
 
@@ -129,7 +129,7 @@ def scan_tables(readelf_text: str, obj: str) -> list[Finding]:
 
 def lint(path: Path) -> list[Finding]:
     if not path.is_file():
-        raise UsageError(f"{path} does not exist")
+        raise UklError(f"{path} does not exist")
     code = _run([_tool("objdump"), "-dr", "-w", "--no-show-raw-insn", str(path)])
     tables = _run([_tool("readelf"), "-SrsW", str(path)])
     return scan_code(code) + scan_tables(tables, str(path))

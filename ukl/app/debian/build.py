@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ukl.app import compile as ukl_app
+from ukl.app import unikernel
 from ukl.app.debian import recipe
 from ukl.app.debian import source as debsrc
 from ukl.common import paths, stamp
@@ -41,8 +41,8 @@ def _mode(ukl: bool) -> str:
 
 def _compilers(ukl: bool) -> tuple[str, str]:
     if ukl:
-        ukl_app.ensure_toolchain()
-        return str(ukl_app.compiler_path(False)), str(ukl_app.compiler_path(True))
+        unikernel.ensure_toolchain()
+        return str(unikernel.compiler_path(False)), str(unikernel.compiler_path(True))
     return cached("gcc -static -pthread"), cached("g++ -static -pthread")
 
 

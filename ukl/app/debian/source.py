@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from ukl.common import paths
-from ukl.common.errors import UklError
+from ukl.common.errors import UklError, UsageError
 from ukl.common.proc import run_logged
 
 SYSTEM_SOURCES = [Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list")]
@@ -77,7 +77,7 @@ def fetch(package: str) -> Path:
     """The unpacked source tree of Debian source package `package`
     (build/debian/PACKAGE/src), fetched once."""
     if not _PACKAGE_NAME.match(package):
-        raise UklError(f"'{package}' is not a Debian package name")
+        raise UsageError(f"'{package}' is not a Debian package name")
     if not shutil.which("dpkg-source"):
         raise UklError("dpkg-source is missing; run `make setup` or, as root, "
                        "`apt-get install dpkg-dev`")
@@ -103,8 +103,8 @@ def fetch(package: str) -> Path:
         except UklError as e:
             text = log.read_text(errors="replace") if log.is_file() else ""
             if "Unable to find a source package" in text and attempt == package:
-                raise UklError(f"Debian has no source package '{package}' in the suites "
-                               f"of this machine (see {log})") from e
+                raise UsageError(f"Debian has no source package '{package}' in the suites "
+                                 f"of this machine (see {log})") from e
             if attempt == attempts[-1]:
                 raise
             print(f"ukl: apt-get source {attempt} failed (see {log}); trying the next suite",
