@@ -71,6 +71,7 @@ DEVELOP = [
     Package("flake8", "lints the ukl tool's Python code (make lint, make test)"),
     Package("mypy", "type-checks the ukl tool's Python code with --strict"),
     Package("python3-ply", "the kernel's checkpatch.pl checks SPDX lines with it"),
+    Package("python3-git", "the kernel's checkpatch.pl checks SPDX lines with it"),
 ]
 ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME + APPS + DEVELOP
 
