@@ -90,11 +90,6 @@ def build_order(combination: str) -> int:
     return index
 
 
-def flavour_for(combination: str) -> Flavour:
-    """The named flavour with the same fragments, else the composed one."""
-    return flavour.get(combination)
-
-
 def suite_checks(combination: str) -> list[str]:
     """The ukl_suite checks a combination must pass."""
     options = [table()[o] for o in combination.split("+")[1:]]
@@ -155,7 +150,7 @@ def _write(out: ResultsWriter, outcomes: dict[str, Outcome]) -> None:
     lines += ["", f"{passed} of {len(combinations())} combinations pass "
               f"({len(outcomes)} run)."]
     out.markdown("matrix.md", "\n".join(lines))
-    out.meta("meta.json", [flavour_for(c) for c in outcomes],
+    out.meta("meta.json", [flavour.get(c) for c in outcomes],
              options={o.name: o.config for o in table().values()},
              qemu_mode="TCG, 2 CPUs, 1 GiB")
 
@@ -172,7 +167,9 @@ def run_matrix(name: str, only: list[str], resume: bool, command: str) -> Path:
                    if not (resume and c in outcomes and outcomes[c].result == "pass")),
                   key=build_order)
     for i, combination in enumerate(todo, 1):
-        kernel = flavour_for(combination)
+        # A combination with a named flavour's fragments builds as it,
+        # in its own, already warm, build directory (flavour.get).
+        kernel = flavour.get(combination)
         print(f"ukl: matrix {i}/{len(todo)}: {combination} (as {kernel.name})",
               file=sys.stderr)
         outcomes[combination] = check(combination, kernel)

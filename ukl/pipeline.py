@@ -21,10 +21,11 @@ from ukl.kbuild import build as kbuild
 from ukl.kbuild.flavour import Flavour
 
 
-def image_from_program(name: str, flavour: Flavour, spec: InitramfsSpec) -> image.Image:
+def image_from_program(name: str, flavour: Flavour, spec: InitramfsSpec,
+                       build_as: str | None = None) -> image.Image:
     """An image of an existing static program (spec.program; none: a
     shell) on `flavour`'s kernel, as an ordinary process."""
-    return image.create(name, kbuild.build(flavour), flavour.name, spec)
+    return image.create(name, kbuild.build(flavour, build_as=build_as), flavour.name, spec)
 
 
 def build_image(name: str, flavour: Flavour, sources: list[Path], spec: InitramfsSpec,
@@ -39,7 +40,7 @@ def build_image(name: str, flavour: Flavour, sources: list[Path], spec: Initramf
     if not flavour.is_ukl:
         spec.program = (unikernel.build_project(project, name, binary, ukl=False) if project
                         else process.compile_static(sources, name))
-        return image.create(name, kbuild.build(flavour, build_as=build_as), flavour.name, spec)
+        return image_from_program(name, flavour, spec, build_as)
     if project:
         linked = unikernel.build_project(project, name, binary, ukl=True)
         app = unikernel.kernel_object(linked, unikernel.app_dir(name) / f"{name}.ukl.o")
@@ -68,7 +69,7 @@ def build_debian_image(name: str, flavour: Flavour, package: str, spec: Initramf
         raise UklError(f"{package}: its build made no program to run")
     if not flavour.is_ukl:
         spec.program = built.program
-        return image.create(name, kbuild.build(flavour), flavour.name, spec)
+        return image_from_program(name, flavour, spec)
     app = unikernel.kernel_object(built.program, unikernel.app_dir(name) / f"{name}.ukl.o")
     return _ukl_image(name, flavour, app, spec, None)
 

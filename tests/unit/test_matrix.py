@@ -54,13 +54,13 @@ def test_composed_flavour_adds_option_fragments() -> None:
 
 
 def test_combination_with_a_named_flavours_fragments_builds_as_it() -> None:
-    assert matrix.flavour_for("ukl").name == "ukl"
-    assert matrix.flavour_for("ukl+byp").name == "ukl-byp"
-    assert matrix.flavour_for("ukl+byp+ret+shortcuts+rtc").name == "ukl-ret-byp"
-    assert matrix.flavour_for("ukl+rtc").name == "ukl+rtc"
-    assert matrix.flavour_for("ukl+pf_df").name == "ukl-pf-df"
-    assert matrix.flavour_for("ukl+nss_ps").name == "ukl-nss-ps"
-    assert matrix.flavour_for("ukl+nss").name == "ukl-nss"
+    assert flavour.get("ukl").name == "ukl"
+    assert flavour.get("ukl+byp").name == "ukl-byp"
+    assert flavour.get("ukl+byp+ret+shortcuts+rtc").name == "ukl-ret-byp"
+    assert flavour.get("ukl+rtc").name == "ukl+rtc"
+    assert flavour.get("ukl+pf_df").name == "ukl-pf-df"
+    assert flavour.get("ukl+nss_ps").name == "ukl-nss-ps"
+    assert flavour.get("ukl+nss").name == "ukl-nss"
 
 
 @pytest.mark.parametrize("name, message", [

@@ -1,8 +1,9 @@
 """Kernel flavours: a name -> the fragments and the UKL options it has.
 
-A flavour is looked up once (the CLI does it) and passed down as a Flavour
-object, which carries its merged Kconfig options and its UKL options; the
-layers below ask it questions instead of re-reading files.
+A flavour is looked up once, where its name enters (the CLI's arguments, a
+matrix combination, a test fixture), and passed down as a Flavour object,
+which carries its merged Kconfig options and its UKL options; the layers
+below ask it questions instead of re-reading files.
 
 Named flavours: `stock` and `ukl` and the combinations in
 kernel/flavours.ini, and `ukl-NAME` for each option of kernel/options.ini
@@ -129,8 +130,11 @@ def named() -> dict[str, Flavour]:
     return parse_named()
 
 
+@functools.cache
 def get(name: str) -> Flavour:
-    """A named flavour, or a composed one, BASE+OPTION+..."""
+    """A named flavour, or a composed one, BASE+OPTION+... (each composed
+    once per process: `ukl matrix` asks for its combinations again at every
+    results write)."""
     flavours = named()
     if name in flavours:
         return flavours[name]

@@ -63,8 +63,9 @@ def parse(ini: Path, configs: Path = CONFIGS_DIR) -> dict[str, Option]:
         if not rebuild.isdigit():
             raise UklError(f"{where}: rebuild = {rebuild}; give a rank, a whole number "
                            "(1: toggling it rebuilds the least)")
-        if not (configs / f"{name}.config").is_file():
-            raise UklError(f"{where}: its fragment {configs / f'{name}.config'} is missing")
+        fragment = configs / f"{name}.config"
+        if not fragment.is_file():
+            raise UklError(f"{where}: its fragment {fragment} is missing")
         table[name] = Option(
             name=name, config=row["config"], summary=row.get("summary", ""),
             own_flavour=row.getboolean("flavour", fallback=False),
@@ -74,7 +75,7 @@ def parse(ini: Path, configs: Path = CONFIGS_DIR) -> dict[str, Option]:
             bench_skips=tuple(row.get("bench-skips", "").split()),
             bench_args=tuple(row.get("bench-args", "").split()),
             boot_args=tuple(row.get("boot-args", "").split()),
-            fragment=configs / f"{name}.config")
+            fragment=fragment)
     for opt in table.values():
         for other in opt.excludes:
             if other not in table or opt.name not in table[other].excludes:
