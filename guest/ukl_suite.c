@@ -32,6 +32,7 @@
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 #if __has_include(<ukl.h>)
 #include <ukl.h>
@@ -419,6 +420,121 @@ static const char *check_efault(void)
 }
 
 /* A number read from a one-line file, or -1. */
+/*
+ * The flags a system call runs the kernel with, and those a sigreturn
+ * hands back, are the kernel's to choose: whatever the caller sets (NT,
+ * DF backwards string operations) the call works as with clean flags,
+ * SYSCALL's flag mask or not, and a handler that clears AC or sets NT in
+ * its saved context gets neither (at CPL0 with SMAP, the application
+ * needs AC to touch its own memory).
+ */
+#define FLAG_TF 0x100UL
+#define FLAG_DF 0x400UL
+#define FLAG_NT 0x4000UL
+#define FLAG_AC 0x40000UL
+
+static unsigned long get_flags(void)
+{
+	unsigned long flags;
+
+	__asm__ volatile("pushfq; popq %0" : "=r"(flags));
+	return flags;
+}
+
+static void set_flags(unsigned long flags)
+{
+	__asm__ volatile("pushq %0; popfq" : : "r"(flags) : "cc", "memory");
+}
+
+static volatile sig_atomic_t traps;
+static void on_trap(int sig) { traps += sig == SIGTRAP; }
+
+static void tamper_saved_flags(int sig, siginfo_t *info, void *ctx)
+{
+	ucontext_t *uc = ctx;
+
+	(void)sig;
+	(void)info;
+	uc->uc_mcontext.gregs[REG_EFL] &= ~FLAG_AC;
+	uc->uc_mcontext.gregs[REG_EFL] |= FLAG_NT;
+}
+
+/* A read() from a pipe, made with @flags set: does it carry its data? */
+static int read_with_flags(unsigned long flags)
+{
+	char buf[64] = { 0 };
+	char *volatile heap = malloc(64);
+	const char msg[] = "flags";
+	unsigned long saved = get_flags();
+	int fds[2], ok;
+	long n;
+
+	if (!heap || pipe(fds) || write(fds[1], msg, sizeof(msg)) != sizeof(msg))
+		return 0;
+	memset(heap, 0x5a, 64);
+	set_flags(saved | flags);
+	n = syscall(SYS_read, fds[0], heap + 16, sizeof(msg));
+	set_flags(saved);
+	memcpy(buf, heap, 64);
+	ok = n == sizeof(msg) && !memcmp(buf + 16, msg, sizeof(msg)) &&
+	     buf[15] == 0x5a && buf[16 + sizeof(msg)] == 0x5a;
+	close(fds[0]);
+	close(fds[1]);
+	free(heap);
+	return ok;
+}
+
+/*
+ * Single-stepping itself (TF): SIGTRAP after each instruction, system
+ * calls included. Named only: on a UKL kernel the #DB of application code
+ * still takes the kernel's path (a WARNING, no SIGTRAP).
+ */
+static const char *check_single_step(void)
+{
+	struct sigaction trap = { .sa_handler = on_trap };
+	unsigned long saved = get_flags();
+	long ppid;
+
+	if (sigaction(SIGTRAP, &trap, NULL))
+		return "sigaction(SIGTRAP) failed";
+	traps = 0;
+	set_flags(saved | FLAG_TF);
+	ppid = syscall(SYS_getppid);
+	set_flags(saved);
+	if (ppid != getppid() || !traps)
+		return "a single-stepped getppid() failed or raised no SIGTRAP";
+	if (!read_with_flags(FLAG_TF))
+		return "a single-stepped read() did not carry its data";
+	signal(SIGTRAP, SIG_DFL);
+	return NULL;
+}
+
+static const char *check_flags(void)
+{
+	struct sigaction tamper = { .sa_sigaction = tamper_saved_flags, .sa_flags = SA_SIGINFO };
+	volatile long *heap;
+
+	if (!read_with_flags(FLAG_DF))
+		return "a read() made with DF set did not carry its data";
+	if (!read_with_flags(FLAG_NT))
+		return "a read() made with NT set did not carry its data";
+	if (sigaction(SIGUSR1, &tamper, NULL) || raise(SIGUSR1))
+		return "raising SIGUSR1 failed";
+	signal(SIGUSR1, SIG_DFL);
+	heap = malloc(sizeof(*heap));
+	if (!heap)
+		return "malloc failed";
+	*heap = 42;
+	if (*heap != 42)
+		return "heap store lost after the handler";
+	free((void *)heap);
+	if (get_flags() & FLAG_NT)
+		return "NT set by a handler's saved context survived sigreturn";
+	if (cpl() == 0 && !(get_flags() & FLAG_AC))
+		return "AC cleared by a handler's saved context survived sigreturn";
+	return NULL;
+}
+
 static long read_long(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -901,7 +1017,8 @@ static const struct check checks[] = {
 	{ "stack", check_stack },	{ "threads", check_threads },
 	{ "signals", check_signals },	{ "fork", check_fork },
 	{ "efault", check_efault },	{ "smap", check_smap },
-	{ "spawn", check_spawn },
+	{ "spawn", check_spawn },	{ "flags", check_flags },
+	{ "single-step", check_single_step, 1 },
 	{ "pf-df", check_pf_df, 1 },
 	{ "nss-ps-stack", check_nss_ps_stack, 1 },
 	{ "nss-ps-fork", check_nss_ps_fork, 1 },

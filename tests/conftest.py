@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -57,6 +58,29 @@ def register_kernel_fixtures(namespace: dict[str, object], names: list[str]) -> 
 register_kernel_fixtures(globals(), flavour_names())
 
 
+@pytest.fixture(autouse=True)
+def kernel_log_is_clean(request: pytest.FixtureRequest) -> object:
+    """Fail any test during which a boot's console (build/logs/run-*.log)
+    logged a kernel complaint: an oops, a BUG or WARNING splat, an RCU
+    stall, a lockup, a hung task or an unexpected panic. A test that
+    provokes one on purpose says so with @pytest.mark.kernel_complaints."""
+    from ukl.common import paths
+    from ukl.qemu import complaints
+    start = time.time()
+    yield
+    if request.node.get_closest_marker("kernel_complaints"):
+        return
+    logs = paths.logs_dir()
+    found = []
+    for log in sorted(logs.glob("run-*.log")) if logs.is_dir() else []:
+        if log.stat().st_mtime >= start:
+            found += [f"{log}: {line}"
+                      for line in complaints.find(log.read_text(errors="replace"))]
+    if found:
+        pytest.fail("the kernel complained during this test:\n" + "\n".join(found[:20]),
+                    pytrace=False)
+
+
 def stop_run(runner: subprocess.Popen[str]) -> None:
     """Kill a `ukl run` started with start_new_session=True, QEMU included:
     killing `ukl run` alone would leave QEMU running (and its ports held)."""
@@ -70,7 +94,6 @@ def gdb_break_session(image: str, breakpoint: str, *program_args: str
     """Boot `image` with --gdb, attach gdb with the image's vmlinux, stop at
     `breakpoint`, print its source line, then let it run to the end.
     Returns gdb's result and the run's exit status and output."""
-    import time
     runner = subprocess.Popen(
         [sys.executable, str(REPO / "bin" / "ukl"), "run", image, "--gdb", "--",
          *program_args],

@@ -41,7 +41,7 @@ from ukl.results import ResultsWriter, results_dir
 
 # The base-model checks of guest/ukl_suite.c.
 BASE_CHECKS = ("files", "pipe", "ids", "time", "clocks", "mmap", "malloc", "stack",
-               "threads", "signals", "fork", "efault", "smap", "spawn")
+               "threads", "signals", "fork", "efault", "smap", "spawn", "flags")
 SUITE = paths.REPO_ROOT / "guest" / "ukl_suite.c"
 # The kernel output directory (build/kernel/NAME) composed flavours share.
 SHARED_BUILD = "matrix"
@@ -118,7 +118,10 @@ def check(combination: str, kernel: Flavour) -> Outcome:
     failures = _FAILURES.search(console)
     failed = [line.split("FAIL ", 1)[1] for line in console.splitlines()
               if line.startswith("ukl_suite: FAIL ")]
-    passed = outcome.exit_code == 0 and failures is not None and failures.group(1) == "0"
+    passed = (outcome.exit_code == 0 and failures is not None and failures.group(1) == "0"
+              and not outcome.complaints)
+    if outcome.complaints:
+        failed.append(f"kernel complained: {outcome.complaints[0]}")
     detail = ("all checks passed" if passed else
               "; ".join(failed) or f"status {outcome.exit_code}, console log {outcome.log}")
     return Outcome(combination, kernel.name, "pass" if passed else "fail",

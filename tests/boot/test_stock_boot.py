@@ -75,7 +75,7 @@ def test_kernel_panic_gives_125_with_console_tail(exit_image: str) -> None:
     # Run the program as PID 1: when it exits the kernel panics ("Attempted
     # to kill init"); panic=-1 reboots and -no-reboot ends QEMU.
     res = ukl("run", exit_image, "--timeout", BOOT_TIMEOUT,
-              "--append", "rdinit=/app/exit_with")
+              "--append", "rdinit=/app/t-exit")
     assert res.returncode == 125, res.stdout + res.stderr
     assert "without reporting an exit status" in res.stderr
     assert "Kernel panic" in res.stderr

@@ -75,6 +75,24 @@ def test_base_model_check(suite_ukl: str, check: str) -> None:
     assert rc == 0, out
 
 
+def test_single_step_on_stock(suite_stock: str) -> None:
+    # The reference for the UKL case below: SIGTRAP per instruction, and a
+    # single-stepped system call still answers.
+    rc, out = _run(suite_stock, "single-step")
+    _assert_checks_pass(out, ["single-step"])
+    assert rc == 0, out
+
+
+@pytest.mark.kernel_complaints
+@pytest.mark.xfail(strict=True, reason="open (issue 20, item 8): a #DB in application code "
+                   "takes the kernel's path: a WARNING in exc_debug and no SIGTRAP")
+def test_single_step_at_cpl0(suite_ukl: str) -> None:
+    rc, out = _run(suite_ukl, "single-step")
+    assert "WARNING:" not in out, out
+    _assert_checks_pass(out, ["single-step"])
+    assert rc == 0, out
+
+
 def test_threads_use_both_cpus_with_smp2(suite_ukl: str) -> None:
     rc, out = _run(suite_ukl, "threads", smp=2)
     _assert_checks_pass(out, ["threads"])

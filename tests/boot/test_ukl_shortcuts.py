@@ -26,7 +26,7 @@ def test_shortcuts_pinned_buffers_and_run_to_completion(ukl_ret_byp_kernel) -> N
     res = ukl("run", image, "--smp", "1", "--timeout", BOOT_TIMEOUT, "--", "checks")
     out = res.stdout + res.stderr
     assert "shortcuts: cpl=0" in out, out
-    for check in ("tcp", "refusals", "pinned", "rtc"):
+    for check in ("tcp", "refusals", "pinned", "pinned-copies", "rtc"):
         assert f"shortcuts: ok {check}\n" in out, f"check {check} did not pass:\n{out}"
     assert "shortcuts: 0 failure(s)" in out and res.returncode == 0, out
 

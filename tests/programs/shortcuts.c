@@ -293,6 +293,50 @@ static const char *check_pinned(void)
 	return NULL;
 }
 
+/*
+ * Duplicated mappings of one pinned buffer (fork after MADV_DOFORK,
+ * mremap with old_len 0, a move) share it and give it back once: no
+ * double free (a kernel complaint the test reads from the log), VmPin and
+ * VmallocUsed back where they were.
+ */
+static const char *check_pinned_copies(void)
+{
+	size_t size = PINNED_PAGES * 4096;
+	long before_kb = vmalloc_used_kb(), pinned_kb = status_kb("VmPin");
+	unsigned char *p, *dup, *moved;
+	pid_t pid;
+	int status;
+
+	p = ukl_pinned_alloc(size);
+	if (!p)
+		return "ukl_pinned_alloc failed";
+	p[0] = 7;
+	if (madvise(p, size, MADV_DOFORK))
+		return "madvise(MADV_DOFORK) failed";
+	pid = fork();
+	if (pid == 0)
+		_exit(p[0] == 7 && munmap(p, size) == 0 ? 0 : 1);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
+		return "a child given the buffer by MADV_DOFORK could not use and unmap it";
+	dup = mremap(p, 0, size, MREMAP_MAYMOVE);
+	if (dup == MAP_FAILED)
+		return "mremap(old_len 0) of the buffer failed";
+	if (dup[0] != 7 || (dup[1] = 8, p[1] != 8))
+		return "the mremap(old_len 0) copy does not share the buffer";
+	moved = mremap(dup, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, dup + 2 * size);
+	if (moved == MAP_FAILED || moved[1] != 8)
+		return "moving a copy of the buffer failed";
+	if (mremap(p, size, 2 * size, MREMAP_MAYMOVE) != MAP_FAILED)
+		return "growing the buffer was not refused";
+	if (munmap(p, size) || moved[0] != 7 || munmap(moved, size))
+		return "unmapping the copies failed";
+	if (status_kb("VmPin") != pinned_kb)
+		return "VmPin did not come back after unmapping every copy";
+	if (vmalloc_used_kb() > before_kb + (long)size / 2048)
+		return "VmallocUsed did not come back after unmapping every copy";
+	return NULL;
+}
+
 static long involuntary_switches(void)
 {
 	struct rusage ru;
@@ -452,6 +496,7 @@ int main(int argc, char **argv)
 	report("tcp", check_tcp());
 	report("refusals", check_refusals());
 	report("pinned", check_pinned());
+	report("pinned-copies", check_pinned_copies());
 	report("rtc", check_rtc());
 	printf("shortcuts: %d failure(s)\n", failures);
 	return failures;

@@ -50,7 +50,7 @@ def test_bad_smp_rejected() -> None:
 
 def test_cmdline_passes_program_args_after_dashes() -> None:
     line = qemu.kernel_cmdline(_opts(append=["loglevel=7"], program_args=["a", "b c", "x=y"]))
-    assert line == 'console=ttyS0 panic=-1 quiet loglevel=7 -- a "b c" x=y'
+    assert line == 'console=ttyS0 panic=-1 quiet loglevel=5 loglevel=7 -- a "b c" x=y'
 
 
 def test_cmdline_without_args_has_no_dashes() -> None:

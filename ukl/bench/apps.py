@@ -100,6 +100,9 @@ def run_app(app: str, bench: AppBench, flavour: Flavour
             run.report_problem(outcome)
         raise UklError(f"{app} on {flavour.name}: status {outcome.exit_code}, results for "
                        f"{sorted(r.op for r in results)}; console log: {outcome.log}")
+    if outcome.complaints:
+        raise UklError(f"{app} on {flavour.name}: the kernel complained "
+                       f"({outcome.complaints[0]}); console log: {outcome.log}")
     sizes = {"vmlinux_loaded_bytes": _loaded_size(img.kernel),
              "initramfs_bytes": img.initramfs.stat().st_size}
     return results, sizes

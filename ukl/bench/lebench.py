@@ -119,6 +119,9 @@ def measure(prep: Prepared, shared: bool) -> list[report.Row]:
             run.report_problem(outcome)
         raise UklError(f"benchmark on {config_name} failed (status {outcome.exit_code}); "
                        f"console log: {outcome.log}")
+    if outcome.complaints:
+        raise UklError(f"benchmark on {config_name}: the kernel complained "
+                       f"({outcome.complaints[0]}); console log: {outcome.log}")
     rows = report.parse(outcome.log.read_text(errors="replace"), config_name)
     if len(rows) != _expected_lines(groups):
         raise UklError(f"benchmark on {config_name}: {len(rows)} measurements, expected "

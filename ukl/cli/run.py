@@ -46,4 +46,5 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
                        echo=not args.quiet_console)
     if outcome.problem:
         boot.report_problem(outcome)
+    boot.report_complaints(outcome)
     return outcome.exit_code

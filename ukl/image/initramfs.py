@@ -97,7 +97,9 @@ def write(spec: InitramfsSpec, out: Path) -> Path:
         if spec.program is not None:
             cpio.add_file(spec.program_guest_path(), spec.program.read_bytes(), 0o755)
         if spec.ukl_exec:
-            cpio.add_file(spec.ukl_exec.lstrip("/"), b"", 0o755)
+            # Only root may exec the trigger (the kernel also requires
+            # CAP_SYS_RAWIO of whoever does).
+            cpio.add_file(spec.ukl_exec.lstrip("/"), b"", 0o700)
         for host, guest in spec.files:
             parent = PurePosixPath(guest).parent
             missing = [p for p in reversed(parent.parents) if str(p).lstrip("/")]

@@ -16,7 +16,9 @@ GDB_PORT = 1234
 # (MAX_INIT_ARGS = CONFIG_INIT_ENV_ARG_LIMIT = 32, argv[0] included).
 CMDLINE_MAX = 2048
 INIT_ARGS_MAX = 31
-BASE_CMDLINE = ["console=ttyS0", "panic=-1", "quiet"]
+# loglevel=5 after quiet: the console still shows KERN_WARNING, so WARN()
+# and lockdep splats reach the log that ukl/qemu/complaints.py checks.
+BASE_CMDLINE = ["console=ttyS0", "panic=-1", "quiet", "loglevel=5"]
 
 
 @dataclass

@@ -15,13 +15,14 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ukl.common import paths
 from ukl.common.errors import UklError
 from ukl.common.proc import log_tail
 from ukl.qemu import command as qemu
+from ukl.qemu import complaints
 
 EXIT_TIMEOUT = 124
 EXIT_NO_STATUS = 125
@@ -38,6 +39,8 @@ class Outcome:
     # Why there is no guest status (empty when the guest reported one).
     problem: str
     log: Path
+    # Kernel complaints on the console (ukl/qemu/complaints.py), in order.
+    complaints: list[str] = field(default_factory=list)
 
 
 def decode_status(qemu_rc: int, console: bytes) -> int | None:
@@ -92,14 +95,15 @@ def run(opts: qemu.RunOptions, *, log_name: str, timeout: float | None,
         if proc.poll() is None:
             _stop(proc)
     rc = proc.wait()
+    found = complaints.find(console.decode(errors="replace"))
     if timed_out:
-        return Outcome(EXIT_TIMEOUT, f"timed out after {timeout:g} s", log)
+        return Outcome(EXIT_TIMEOUT, f"timed out after {timeout:g} s", log, found)
     status = decode_status(rc, console)
     if status is None:
         return Outcome(EXIT_NO_STATUS,
                        f"the guest stopped without reporting an exit status (QEMU exit "
-                       f"status {rc}; kernel panic, crash or QEMU error?)", log)
-    return Outcome(status, "", log)
+                       f"status {rc}; kernel panic, crash or QEMU error?)", log, found)
+    return Outcome(status, "", log, found)
 
 
 def _stream(proc: subprocess.Popen[bytes], log: Path, cmd: list[str],
@@ -135,6 +139,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+def report_complaints(outcome: Outcome) -> None:
+    """Warn, on one line plus the first complaint, that the kernel logged
+    oopses, splats, stalls or lockups during the run."""
+    if not outcome.complaints:
+        return
+    print(f"ukl: warning: the kernel logged {len(outcome.complaints)} complaint line(s), "
+          f"first: {outcome.complaints[0]}; full log: {outcome.log}", file=sys.stderr)
 
 
 def report_problem(outcome: Outcome) -> None:
