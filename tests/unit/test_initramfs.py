@@ -91,10 +91,11 @@ def test_elf_checks(tmp_path: Path, static_prog: Path) -> None:
 
 def test_ukl_image_has_empty_executable_trigger(tmp_path: Path) -> None:
     # A UKL image runs the application linked into the kernel: init execs
-    # the trigger path, an empty executable file, instead of a program.
+    # the trigger path, an empty file only root may execute, instead of a
+    # program.
     out = write(InitramfsSpec(ukl_exec="/UKL"), tmp_path / "initramfs.cpio")
     entries = {name: (mode, body) for name, mode, body in read_names(out.read_bytes())}
     mode, body = entries["UKL"]
-    assert body == b"" and mode & 0o111
+    assert body == b"" and mode & 0o777 == 0o700
     assert b"UKL_PROGRAM=/UKL" in entries["etc/ukl/image.conf"][1]
     assert not any(name.startswith("app/") for name in entries)
