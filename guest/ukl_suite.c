@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -535,6 +536,78 @@ static const char *check_flags(void)
 	return NULL;
 }
 
+/*
+ * A coroutine on a stack in .bss (kernel memory for a UKL application):
+ * timer signals and a bad load there are the application's, as on any
+ * stack of its own: SIGALRM handlers run, the load raises SIGSEGV (not
+ * an oops), and nothing outside the coroutine stack changes (guards on
+ * both sides).
+ */
+#define CORO_STACK (64 * 1024)
+static struct {
+	unsigned char below[4096];
+	unsigned char stack[CORO_STACK] __attribute__((aligned(16)));
+	unsigned char above[4096];
+} coro;
+static ucontext_t coro_main, coro_ctx;
+static sigjmp_buf coro_jmp;
+static volatile sig_atomic_t coro_segv, coro_alarms;
+
+static void coro_on_segv(int sig) { coro_segv += sig == SIGSEGV; siglongjmp(coro_jmp, 1); }
+static void coro_on_alarm(int sig) { coro_alarms += sig == SIGALRM; }
+
+static void coro_body(void)
+{
+	struct timespec end;
+
+	static volatile long *volatile bad = (volatile long *)16;
+
+	if (!sigsetjmp(coro_jmp, 1))
+		(void)*bad;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += 1;
+	for (;;) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (coro_alarms >= 20 || now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec > end.tv_nsec))
+			break;
+	}
+}
+
+static const char *check_bss_stack(void)
+{
+	struct sigaction segv = { .sa_handler = coro_on_segv };
+	struct sigaction alarm = { .sa_handler = coro_on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval tick = { { 0, 1000 }, { 0, 1000 } }, off = { 0 };
+
+	memset(coro.below, 0xa5, sizeof(coro.below));
+	memset(coro.above, 0xa5, sizeof(coro.above));
+	if (getcontext(&coro_ctx))
+		return "getcontext failed";
+	coro_ctx.uc_stack.ss_sp = coro.stack;
+	coro_ctx.uc_stack.ss_size = sizeof(coro.stack);
+	coro_ctx.uc_link = &coro_main;
+	makecontext(&coro_ctx, coro_body, 0);
+	if (sigaction(SIGSEGV, &segv, NULL) || sigaction(SIGALRM, &alarm, NULL) ||
+	    setitimer(ITIMER_REAL, &tick, NULL))
+		return "setting up signals failed";
+	if (swapcontext(&coro_main, &coro_ctx))
+		return "swapcontext failed";
+	setitimer(ITIMER_REAL, &off, NULL);
+	signal(SIGSEGV, SIG_DFL);
+	signal(SIGALRM, SIG_DFL);
+	if (coro_segv != 1)
+		return "a bad load on a .bss stack raised no SIGSEGV";
+	if (!coro_alarms)
+		return "no SIGALRM reached code on a .bss stack";
+	for (size_t i = 0; i < sizeof(coro.below); i++)
+		if (coro.below[i] != 0xa5 || coro.above[i] != 0xa5)
+			return "memory next to the .bss stack changed";
+	return NULL;
+}
+
 static long read_long(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -1019,6 +1092,7 @@ static const struct check checks[] = {
 	{ "efault", check_efault },	{ "smap", check_smap },
 	{ "spawn", check_spawn },	{ "flags", check_flags },
 	{ "single-step", check_single_step, 1 },
+	{ "bss-stack", check_bss_stack, 1 },
 	{ "pf-df", check_pf_df, 1 },
 	{ "nss-ps-stack", check_nss_ps_stack, 1 },
 	{ "nss-ps-fork", check_nss_ps_fork, 1 },

@@ -75,6 +75,17 @@ def test_base_model_check(suite_ukl: str, check: str) -> None:
     assert rc == 0, out
 
 
+@pytest.mark.parametrize("smp", [1, 2])
+@pytest.mark.parametrize("kernel", ["ukl", "stock"])
+def test_coroutine_stack_in_bss(request: pytest.FixtureRequest, kernel: str, smp: int) -> None:
+    # Timer signals and a SIGSEGV on a stack in .bss (kernel memory for a
+    # UKL application) are the application's: no oops, nothing beside the
+    # stack changed.
+    rc, out = _run(request.getfixturevalue(f"suite_{kernel}"), "bss-stack", smp=smp)
+    _assert_checks_pass(out, ["bss-stack"])
+    assert rc == 0, out
+
+
 def test_single_step_on_stock(suite_stock: str) -> None:
     # The reference for the UKL case below: SIGTRAP per instruction, and a
     # single-stepped system call still answers.
