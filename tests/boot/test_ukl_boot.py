@@ -94,9 +94,6 @@ def test_single_step_on_stock(suite_stock: str) -> None:
     assert rc == 0, out
 
 
-@pytest.mark.kernel_complaints
-@pytest.mark.xfail(strict=True, reason="open (issue 20, item 8): a #DB in application code "
-                   "takes the kernel's path: a WARNING in exc_debug and no SIGTRAP")
 def test_single_step_at_cpl0(suite_ukl: str) -> None:
     rc, out = _run(suite_ukl, "single-step")
     assert "WARNING:" not in out, out

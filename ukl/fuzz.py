@@ -1,0 +1,145 @@
+"""`ukl fuzz`: the system call fuzzer (guest/fuzz.c) as the application of
+each kernel flavour, checked from outside.
+
+Each flavour's kernel links guest/fuzz.c (an ordinary process on stock)
+and boots on the CPUs asked for, with an ordinary busybox process beside
+it that counts every second into /tmp/peer.count. A run passes when the
+fuzzer finishes its time, no call raised a signal in it or stalled a
+worker, the kernel log holds no complaint (ukl/qemu/complaints.py) and the
+ordinary process is still counting. Results go to results/NAME/:
+fuzz.csv, fuzz.md and meta.json, rewritten after every flavour. A failure
+prints the seed and the call the fuzzer was making, and how to replay it
+with every call logged.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ukl import pipeline
+from ukl.common import paths
+from ukl.common.errors import UklError
+from ukl.image.initramfs import InitramfsSpec
+from ukl.kbuild.flavour import Flavour
+from ukl.qemu import command as qemu
+from ukl.qemu import run
+from ukl.results import ResultsWriter
+
+FUZZER = paths.REPO_ROOT / "guest" / "fuzz.c"
+# The ordinary process beside the application.
+PEER = "n=0; while :; do n=$((n+1)); echo $n > /tmp/peer.count; sleep 1; done"
+# Boot, image unpacking and the fuzzer's own wind-down, beyond its seconds.
+BOOT_MARGIN_S = 240.0
+FIELDS = ("flavour", "seed", "seconds", "cpus", "threads", "calls", "distinct", "ok",
+          "stalled", "result", "detail")
+_DONE = re.compile(r"^fuzz: done calls (\d+) distinct (\d+) ok (\d+) stalled (\d+) "
+                   r"peer-alive (\w+)", re.M)
+_FINDING = re.compile(r"^fuzz: signal .*$", re.M)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    flavour: str
+    seed: int
+    seconds: int
+    cpus: int
+    threads: int
+    calls: int
+    distinct: int
+    ok: int
+    stalled: int
+    result: str
+    detail: str
+    log: Path | None
+
+
+def program_args(seed: int, seconds: int, threads: int, log_calls: bool) -> list[str]:
+    return [str(seed), str(seconds), str(threads), *(["--log-calls"] if log_calls else [])]
+
+
+def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
+         log_calls: bool = False) -> Outcome:
+    """Build the fuzzer's image on `kernel`, boot it, judge the run."""
+    name = f"fuzz-{kernel.dir_name}"
+    spec = InitramfsSpec(helpers=[PEER])
+
+    def outcome(result: str, detail: str, log: Path | None = None,
+                counts: tuple[int, ...] = (0, 0, 0, 0)) -> Outcome:
+        calls, distinct, ok, stalled = counts
+        return Outcome(kernel.name, seed, seconds, cpus, threads, calls, distinct, ok,
+                       stalled, result, detail, log)
+
+    try:
+        img = pipeline.build_image(name, kernel, [FUZZER], spec)
+    except UklError as e:
+        return outcome("no build", e.message.splitlines()[0])
+    opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=cpus, mem="1G",
+                           program_args=program_args(seed, seconds, threads, log_calls))
+    ran = run.run(opts, log_name=name, timeout=seconds + BOOT_MARGIN_S, echo=False)
+    console = ran.log.read_text(errors="replace")
+    done = _DONE.search(console)
+    counts = tuple(int(done.group(i)) for i in (1, 2, 3, 4)) if done else (0, 0, 0, 0)
+    problems = [m.group(0) for m in _FINDING.finditer(console)]
+    problems += [f"kernel: {c}" for c in ran.complaints]
+    if done is None:
+        why = f": {ran.problem}" if ran.problem else ""
+        problems.append(f"no end of run (status {ran.exit_code}{why})")
+    elif done.group(5) != "yes":
+        problems.append("the ordinary process beside the fuzzer stopped counting")
+    elif ran.exit_code != 0:
+        problems.append(f"exit status {ran.exit_code}")
+    if problems:
+        return outcome("fail", "; ".join(problems), ran.log, counts)
+    # A worker blocked for good in a call (a signal mask it was given, a
+    # wait nothing ends) is not a finding: another took its place.
+    return outcome("pass", "no finding", ran.log, counts)
+
+
+def replay_hint(o: Outcome) -> str:
+    return (f"ukl fuzz --kernels {o.flavour} --seed {o.seed} --seconds {o.seconds} "
+            f"--cpus {o.cpus} --threads {o.threads} --log-calls")
+
+
+def _write(out: ResultsWriter, outcomes: list[Outcome], kernels: list[Flavour]) -> None:
+    out.csv("fuzz.csv", FIELDS,
+            [(o.flavour, o.seed, o.seconds, o.cpus, o.threads, o.calls, o.distinct, o.ok,
+              o.stalled, o.result, o.detail) for o in outcomes])
+    lines = ["guest/fuzz.c as each flavour's application (an ordinary process on stock), "
+             "QEMU TCG; a run passes with no signal in the fuzzer, no stalled worker, a "
+             "clean kernel log and the ordinary process beside it still counting. `calls` "
+             "counts the calls made, `distinct` the numbers that answered other than "
+             "ENOSYS, `ok` the calls that succeeded, `stalled` the workers left blocked in a "
+             "call (another takes over).", "",
+             "| flavour | seed | seconds | CPUs | threads | calls | distinct | ok | stalled "
+             "| result | detail |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| `{o.flavour}` | {o.seed} | {o.seconds} | {o.cpus} | {o.threads} | "
+              f"{o.calls} | {o.distinct} | {o.ok} | {o.stalled} | {o.result} | {o.detail} |"
+              for o in outcomes]
+    passed = sum(o.result == "pass" for o in outcomes)
+    lines += ["", f"{passed} of {len(outcomes)} runs pass."]
+    out.markdown("fuzz.md", "\n".join(lines))
+    out.meta("meta.json", kernels, qemu_mode="TCG, 1 GiB")
+
+
+def run_fuzz(kernels: list[Flavour], seed: int, seconds: int, cpus: int, threads: int,
+             log_calls: bool, name: str | None, command: str) -> list[Outcome]:
+    """Fuzz each of `kernels` in turn; results/NAME/ when `name` is given."""
+    out = ResultsWriter(name, command) if name else None
+    outcomes: list[Outcome] = []
+    for i, kernel in enumerate(kernels, 1):
+        print(f"ukl: fuzz {i}/{len(kernels)}: {kernel.name}, seed {seed}, {seconds} s on "
+              f"{cpus} CPU(s), {threads} thread(s)", file=sys.stderr)
+        start = time.monotonic()
+        o = fuzz(kernel, seed, seconds, cpus, threads, log_calls)
+        outcomes.append(o)
+        print(f"   [fuzz] {kernel.name}: {o.result} ({o.calls} calls, "
+              f"{time.monotonic() - start:.0f} s): {o.detail}", file=sys.stderr)
+        if o.result == "fail":
+            print(f"   [fuzz] console log: {o.log}\n   [fuzz] replay with every call "
+                  f"logged: {replay_hint(o)}", file=sys.stderr)
+        if out:
+            _write(out, outcomes, kernels[:i])
+    return outcomes
