@@ -671,7 +671,7 @@ static int fuzz_main(unsigned long seed, unsigned long seconds, int nthreads)
 	h->stop = 1;
 	h->done = 1;
 	/* Workers blocked in a call end with the process. */
-	_exit(0);
+	return 0;
 }
 
 static unsigned long counted(size_t field)
@@ -764,7 +764,11 @@ int main(int argc, char **argv)
 		if (child < 0) {
 			out("fuzz: fork refused (%s): the application fuzzes itself\n",
 			    strerror(errno));
-			return fuzz_main(seed, seconds, nthreads);
+			if (fuzz_main(seed, seconds, nthreads))
+				return 2;
+			h->calls_before += counted(offsetof(struct worker, calls));
+			h->ok_before += counted(offsetof(struct worker, ok));
+			break;
 		}
 		if (child == 0)
 			_exit(fuzz_main(seed + generation, seconds - h->elapsed, nthreads));

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import NoReturn, Sequence
 
 from ukl.cli import bench, bench_apps, build, fuzz, image, initramfs, kernel, lint, matrix, run
-from ukl.cli import series, setup, toolchain
+from ukl.cli import series, setup, soak, toolchain
 from ukl.cli.args import Invocation
 from ukl.common.errors import UklError, UsageError
 
@@ -29,7 +29,7 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, ModuleType], ...]], ...] = (
         ("build", build), ("run", run), ("image", image), ("lint", lint),
         ("initramfs", initramfs))),
     ("Measure", (("bench", bench), ("bench-apps", bench_apps), ("matrix", matrix))),
-    ("Harden", (("fuzz", fuzz),)),
+    ("Harden", (("fuzz", fuzz), ("soak", soak))),
     ("Work on UKL itself", (
         ("kernel", kernel), ("toolchain", toolchain), ("series", series))),
 )
