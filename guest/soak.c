@@ -204,6 +204,18 @@ static void one_second(void)
 		;
 }
 
+/*
+ * Until `deadline` (CLOCK_MONOTONIC), then one second on: the progress
+ * seconds stay wall seconds however long each round's stack growth takes
+ * on a loaded host.
+ */
+static void until(struct timespec *deadline)
+{
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline, NULL) == EINTR)
+		;
+	deadline->tv_sec++;
+}
+
 /* Resident memory in KiB (/proc/self/statm), -1 if unreadable. */
 static long resident_kib(void)
 {
@@ -239,6 +251,7 @@ int main(int argc, char **argv)
 	struct sigaction usr1 = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
 	unsigned long window[NR_ACTIVITIES] = { 0 }, seconds, stalls = 0, rounds = 0;
 	long first_rss = -1, rss = -1;
+	struct timespec tick;
 	int peer;
 	pthread_t threads[sizeof(workers) / sizeof(workers[0])];
 
@@ -266,8 +279,10 @@ int main(int argc, char **argv)
 		if (workers[i] == read_clocks)
 			kill_target = threads[i];
 	}
+	clock_gettime(CLOCK_MONOTONIC, &tick);
+	tick.tv_sec++;
 	for (unsigned long t = 1; t <= seconds; t++) {
-		one_second();
+		until(&tick);
 		if (grow(64))
 			count[STACK]++;
 		if (t % WINDOW_S)

@@ -28,8 +28,10 @@ from ukl.results import ResultsWriter
 
 SOAK = paths.REPO_ROOT / "guest" / "soak.c"
 PEER_PATH = "/soak-peer"
-# Boot and image unpacking, beyond the soak's own seconds.
+# Boot and image unpacking, beyond the soak's own seconds, and a tenth
+# more for a slow end on a loaded host.
 BOOT_MARGIN_S = 240.0
+SLACK = 0.1
 # A UKL_NSS kernel's application replaces init: nothing runs beside it.
 _ALONE = "ukl-init: UKL_NSS:"
 
@@ -64,7 +66,7 @@ def soak(kernel: Flavour, seconds: int, cpus: int) -> Outcome:
                        {}, None)
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=cpus, mem="1G",
                            program_args=[str(seconds), "app"])
-    ran = run.run(opts, log_name=name, timeout=seconds + BOOT_MARGIN_S, echo=False)
+    ran = run.run(opts, log_name=name, timeout=seconds * (1 + SLACK) + BOOT_MARGIN_S, echo=False)
     console = ran.log.read_text(errors="replace")
     sides = ["app"] if _ALONE in console else ["app", "peer"]
     problems = re.findall(r"^soak \w+: stalled .*$", console, re.M)
