@@ -362,7 +362,7 @@ static int excluded_arguments(const struct call *c)
 	return 0;
 }
 
-static long make_call(struct worker *w, struct call *c)
+static long make_call(const struct call *c)
 {
 	long r;
 
@@ -381,7 +381,6 @@ static long make_call(struct worker *w, struct call *c)
 		return r;
 	}
 	r = syscall(c->nr, c->arg[0], c->arg[1], c->arg[2], c->arg[3], c->arg[4], c->arg[5]);
-	(void)w;
 	return r < 0 ? -errno : r;
 }
 
@@ -465,7 +464,7 @@ static void *work(void *arg)
 		w->current = c;
 		if (h->log_calls)
 			describe(&c, "fuzz: worker");
-		r = make_call(w, &c);
+		r = make_call(&c);
 		if (r != -ENOSYS) {
 			long slot = c.nr < NR_LIMIT ? c.nr : NR_LIMIT + (c.nr - UKL_NR_BASE);
 

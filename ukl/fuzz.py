@@ -22,7 +22,7 @@ from pathlib import Path
 from ukl import pipeline
 from ukl.common import paths
 from ukl.common.errors import UklError
-from ukl.image.initramfs import InitramfsSpec
+from ukl.image.initramfs import NO_HELPERS_LINE, InitramfsSpec
 from ukl.kbuild.flavour import Flavour
 from ukl.qemu import command as qemu
 from ukl.qemu import run
@@ -37,8 +37,6 @@ FIELDS = ("flavour", "seed", "seconds", "cpus", "threads", "calls", "distinct", 
           "stalled", "result", "detail")
 _DONE = re.compile(r"^fuzz: done calls (\d+) distinct (\d+) ok (\d+) stalled (\d+) "
                    r"peer-alive (\w+)", re.M)
-# A UKL_NSS kernel's application replaces init: nothing runs beside it.
-_ALONE = "ukl-init: UKL_NSS:"
 _FINDING = re.compile(r"^fuzz: signal .*$", re.M)
 
 
@@ -89,7 +87,7 @@ def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
     if done is None:
         why = f": {ran.problem}" if ran.problem else ""
         problems.append(f"no end of run (status {ran.exit_code}{why})")
-    elif done.group(5) != "yes" and _ALONE not in console:
+    elif done.group(5) != "yes" and NO_HELPERS_LINE not in console:
         problems.append("the ordinary process beside the fuzzer stopped counting")
     elif ran.exit_code != 0:
         problems.append(f"exit status {ran.exit_code}")

@@ -20,7 +20,7 @@ from ukl import pipeline
 from ukl.app import process
 from ukl.common import paths
 from ukl.common.errors import UklError
-from ukl.image.initramfs import InitramfsSpec
+from ukl.image.initramfs import NO_HELPERS_LINE, InitramfsSpec
 from ukl.kbuild.flavour import Flavour
 from ukl.qemu import command as qemu
 from ukl.qemu import run
@@ -32,8 +32,6 @@ PEER_PATH = "/soak-peer"
 # more for a slow end on a loaded host.
 BOOT_MARGIN_S = 240.0
 SLACK = 0.1
-# A UKL_NSS kernel's application replaces init: nothing runs beside it.
-_ALONE = "ukl-init: UKL_NSS:"
 
 
 @dataclass(frozen=True)
@@ -68,7 +66,7 @@ def soak(kernel: Flavour, seconds: int, cpus: int) -> Outcome:
                            program_args=[str(seconds), "app"])
     ran = run.run(opts, log_name=name, timeout=seconds * (1 + SLACK) + BOOT_MARGIN_S, echo=False)
     console = ran.log.read_text(errors="replace")
-    sides = ["app"] if _ALONE in console else ["app", "peer"]
+    sides = ["app"] if NO_HELPERS_LINE in console else ["app", "peer"]
     problems = re.findall(r"^soak \w+: stalled .*$", console, re.M)
     problems += [f"kernel: {c}" for c in ran.complaints]
     progress: dict[str, str] = {}

@@ -17,6 +17,11 @@ _BASE_DIRS = ["bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys",
               "tmp", "etc", "etc/ukl", "root", "app"]
 
 
+# What init.sh prints when a UKL_NSS kernel's program replaces init: no
+# helper process runs beside it.
+NO_HELPERS_LINE = "ukl-init: UKL_NSS:"
+
+
 @dataclass
 class InitramfsSpec:
     """What goes into an initramfs besides busybox and init."""
