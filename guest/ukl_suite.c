@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <spawn.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -447,8 +450,49 @@ static void set_flags(unsigned long flags)
 	__asm__ volatile("pushq %0; popfq" : : "r"(flags) : "cc", "memory");
 }
 
-static volatile sig_atomic_t traps;
-static void on_trap(int sig) { traps += sig == SIGTRAP; }
+#define FLAG_IF 0x200UL
+
+/*
+ * A stack pointer no allocation gives out: in the user half, above
+ * TASK_SIZE_MAX (its last page, never mapped).
+ */
+#define ODD_STACK 0x7ffffffff800UL
+
+static volatile sig_atomic_t traps, traps_irqs_off, traps_odd_stack;
+
+/* Counts SIGTRAPs, and those whose interrupted context had IF clear. */
+static void on_trap(int sig, siginfo_t *info, void *ctx)
+{
+	ucontext_t *uc = ctx;
+
+	(void)info;
+	if (sig != SIGTRAP)
+		return;
+	traps++;
+	if (!(uc->uc_mcontext.gregs[REG_EFL] & FLAG_IF))
+		traps_irqs_off++;
+	if ((unsigned long)uc->uc_mcontext.gregs[REG_RSP] == ODD_STACK)
+		traps_odd_stack++;
+}
+
+/*
+ * Single-steps a few instructions run with ODD_STACK as the stack pointer.
+ * Its traps are delivered on the alternate signal stack.
+ */
+static __attribute__((noinline)) void step_on_odd_stack(void)
+{
+	__asm__ volatile("pushfq\n\t"
+			 "orq $0x100, (%%rsp)\n\t"
+			 "popfq\n\t"
+			 "movq %%rsp, %%rbx\n\t"
+			 "movabsq %0, %%rsp\n\t"
+			 "nop\n\t"
+			 "movq %%rbx, %%rsp\n\t"
+			 "pushfq\n\t"
+			 "andq $~0x100, (%%rsp)\n\t"
+			 "popfq"
+			 : : "i"(ODD_STACK) : "rbx", "cc", "memory");
+}
 
 static void tamper_saved_flags(int sig, siginfo_t *info, void *ctx)
 {
@@ -487,28 +531,49 @@ static int read_with_flags(unsigned long flags)
 
 /*
  * Single-stepping itself (TF): SIGTRAP after each instruction, system
- * calls included. At CPL0 the #DB of application code must take the path
- * of one from user mode: a kernel #DB would warn and clear TF after the
- * first trap.
+ * calls included, each with the interrupted context's interrupts on (the
+ * entry clears TF without touching IF). At CPL0 the #DB of application
+ * code must take the path of one from user mode: a kernel #DB would warn
+ * and clear TF after the first trap. So must a step with a stack pointer
+ * the kernel never hands out: its handler must not stay on the #DB stack.
  */
 static const char *check_single_step(void)
 {
-	struct sigaction trap = { .sa_handler = on_trap };
+	struct sigaction trap = { .sa_sigaction = on_trap,
+				  .sa_flags = SA_SIGINFO | SA_ONSTACK };
 	unsigned long saved = get_flags();
+	stack_t ss = { .ss_size = 64 * 1024 }, old;
+	const char *err = NULL;
 	long ppid;
 
-	if (sigaction(SIGTRAP, &trap, NULL))
-		return "sigaction(SIGTRAP) failed";
-	traps = 0;
+	ss.ss_sp = malloc(ss.ss_size);
+	if (!ss.ss_sp || sigaltstack(&ss, &old))
+		return "no alternate signal stack";
+	if (sigaction(SIGTRAP, &trap, NULL)) {
+		err = "sigaction(SIGTRAP) failed";
+		goto out;
+	}
+	traps = traps_irqs_off = 0;
 	set_flags(saved | FLAG_TF);
 	ppid = syscall(SYS_getppid);
 	set_flags(saved);
 	if (ppid != getppid() || traps < 8)
-		return "a single-stepped getppid() failed or raised (almost) no SIGTRAP";
-	if (!read_with_flags(FLAG_TF))
-		return "a single-stepped read() did not carry its data";
+		err = "a single-stepped getppid() failed or raised (almost) no SIGTRAP";
+	else if (!read_with_flags(FLAG_TF))
+		err = "a single-stepped read() did not carry its data";
+	else if (traps_irqs_off)
+		err = "a SIGTRAP of a single-stepped system call had interrupts off";
+	if (err)
+		goto out;
+	traps = traps_odd_stack = 0;
+	step_on_odd_stack();
+	if (traps < 5 || traps_odd_stack < 1)
+		err = "no SIGTRAP for a step with an odd stack pointer";
+out:
 	signal(SIGTRAP, SIG_DFL);
-	return NULL;
+	sigaltstack(&old, NULL);
+	free(ss.ss_sp);
+	return err;
 }
 
 static const char *check_flags(void)
@@ -1078,6 +1143,47 @@ static __attribute__((noinline)) unsigned long overflow(unsigned long depth)
 	return overflow(depth + 1) + frame[0];
 }
 
+/* The target of an instruction breakpoint: its own, never inlined. */
+static __attribute__((noinline)) int breakpoint_target(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 1;
+}
+
+/*
+ * An instruction breakpoint (perf, HW_BREAKPOINT_X) on the program's own
+ * code counts each call and lets the instruction run: the return must
+ * set RF (IRET; a POPF cannot), or the breakpoint fires again forever.
+ * Named only: breakpoints on kernel-half addresses (a UKL application's
+ * text) need CONFIG_KPROBES, and perf must let a CPL0 program watch
+ * itself (exclude_kernel off).
+ */
+static const char *check_hw_breakpoint(void)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_BREAKPOINT,
+		.size = sizeof(attr),
+		.bp_type = HW_BREAKPOINT_X,
+		.bp_addr = (unsigned long)breakpoint_target,
+		.bp_len = sizeof(long),
+		.exclude_hv = 1,
+	};
+	long long count = -1;
+	int fd, sum = 0;
+
+	fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+	if (fd < 0)
+		return "perf_event_open(HW_BREAKPOINT_X) on its own code failed";
+	for (int i = 0; i < 5; i++)
+		sum += breakpoint_target(i);
+	if (read(fd, &count, sizeof(count)) != sizeof(count))
+		count = -1;
+	close(fd);
+	if (sum != 15 || count != 5)
+		return "an instruction breakpoint did not count 5 calls";
+	return NULL;
+}
+
 struct check {
 	const char *name;
 	const char *(*run)(void);
@@ -1102,6 +1208,7 @@ static const struct check checks[] = {
 	{ "nss-stack", check_nss_stack, 1 },
 	{ "nss-mirror", check_nss_mirror, 1 },
 	{ "nss-alone", check_nss_alone, 1 },
+	{ "hw-breakpoint", check_hw_breakpoint, 1 },
 };
 
 static int wanted(const struct check *c, int argc, char **argv, int first)

@@ -43,6 +43,18 @@ def test_bad_mem_rejected(mem: str) -> None:
         qemu.command(_opts(mem=mem))
 
 
+def test_cpu_model_default_and_named() -> None:
+    assert _arg(qemu.command(_opts()), "-cpu") == "max"
+    assert _arg(qemu.command(_opts(cpu="Skylake-Client,+md-clear")), "-cpu") == \
+        "Skylake-Client,+md-clear"
+
+
+@pytest.mark.parametrize("cpu", ["", "max -enable-kvm", "EPYC;reboot", ",max"])
+def test_bad_cpu_rejected(cpu: str) -> None:
+    with pytest.raises(UklError, match="--cpu"):
+        qemu.command(_opts(cpu=cpu))
+
+
 def test_bad_smp_rejected() -> None:
     with pytest.raises(UklError, match="--smp"):
         qemu.command(_opts(smp=0))

@@ -18,6 +18,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("image", help="image name (build/images/NAME) or directory")
     p.add_argument("--smp", type=int, default=1, help="number of CPUs (default 1)")
     p.add_argument("--mem", default="512M", help="guest memory (default 512M)")
+    p.add_argument("--cpu", default="max", metavar="MODEL",
+                   help="QEMU CPU model (default max: every feature TCG has); a vendor "
+                   "model such as Skylake-Client or EPYC turns on Linux's mitigations "
+                   "for that CPU's bugs")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="stop the guest after this long (exit 124)")
     p.add_argument("--icount", action="store_true",
@@ -38,7 +42,7 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
         raise UsageError("--timeout must be a positive number of seconds")
     img = image.find(args.image)
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=args.smp,
-                           mem=args.mem, icount=args.icount, gdb=args.gdb,
+                           mem=args.mem, cpu=args.cpu, icount=args.icount, gdb=args.gdb,
                            append=list(args.append), program_args=inv.program_args,
                            forwards=[qemu.parse_forward(p) for p in args.port])
     timeout = None if args.gdb else args.timeout
