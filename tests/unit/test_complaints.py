@@ -34,3 +34,13 @@ def test_clean_boot_and_init_exit_are_not() -> None:
     assert complaints.find(QUIET_BOOT) == []
     assert complaints.find("Kernel panic - not syncing: Attempted to kill init! "
                            "exitcode=0x0000000b\n") == []
+
+
+def test_cpu_model_advice_is_not_but_a_missing_mitigation_is() -> None:
+    advice = ("RETBleed: WARNING: Spectre v2 mitigation leaves CPU vulnerable to RETBleed "
+              "attacks, data leaks possible!\n"
+              "Speculative Return Stack Overflow: WARNING: See https://kernel.org/doc/html/"
+              "latest/admin-guide/hw-vuln/srso.html for mitigation options.\n")
+    assert complaints.find(QUIET_BOOT + advice) == []
+    missing = "Speculative Return Stack Overflow: WARNING: kernel not compiled with CPU_SRSO."
+    assert complaints.find(advice + missing + "\n") == [missing]
