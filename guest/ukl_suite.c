@@ -1184,6 +1184,40 @@ static const char *check_hw_breakpoint(void)
 	return NULL;
 }
 
+static volatile sig_atomic_t storm_ticks;
+static void on_storm_tick(int sig) { storm_ticks += sig == SIGALRM; }
+
+/*
+ * Interrupts at every point of the system call path: a 100 us interval
+ * timer while a loop makes system calls for 10 s. With AMD's SRSO
+ * Safe-RET mitigation, the return to the application goes through the
+ * return thunk on the application's stack with interrupts on, and an
+ * interrupt there is unwound by the entry code (which must read that
+ * stack as the user memory it is). Named only: it is long, and it
+ * matters on a kernel with the mitigations under an AMD CPU model.
+ */
+static const char *check_irq_storm(void)
+{
+	struct sigaction sa = { .sa_handler = on_storm_tick, .sa_flags = SA_RESTART };
+	struct itimerval it = { { 0, 100 }, { 0, 100 } }, off = { { 0, 0 }, { 0, 0 } };
+	struct timespec start, now;
+
+	storm_ticks = 0;
+	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL))
+		return "setitimer(100 us) failed";
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		for (int i = 0; i < 1000; i++)
+			syscall(SYS_getppid);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < 10);
+	setitimer(ITIMER_REAL, &off, NULL);
+	signal(SIGALRM, SIG_DFL);
+	if (storm_ticks < 1000)
+		return "the 100 us timer fired fewer than 1000 times in 10 s";
+	return NULL;
+}
+
 struct check {
 	const char *name;
 	const char *(*run)(void);
@@ -1209,6 +1243,7 @@ static const struct check checks[] = {
 	{ "nss-mirror", check_nss_mirror, 1 },
 	{ "nss-alone", check_nss_alone, 1 },
 	{ "hw-breakpoint", check_hw_breakpoint, 1 },
+	{ "irq-storm", check_irq_storm, 1 },
 };
 
 static int wanted(const struct check *c, int argc, char **argv, int first)

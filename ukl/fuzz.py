@@ -33,7 +33,7 @@ FUZZER = paths.REPO_ROOT / "guest" / "fuzz.c"
 PEER = "n=0; while :; do n=$((n+1)); echo $n > /tmp/peer.count; sleep 1; done"
 # Boot, image unpacking and the fuzzer's own wind-down, beyond its seconds.
 BOOT_MARGIN_S = 240.0
-FIELDS = ("flavour", "seed", "seconds", "cpus", "threads", "calls", "distinct", "ok",
+FIELDS = ("flavour", "cpu_model", "seed", "seconds", "cpus", "threads", "calls", "distinct", "ok",
           "stalled", "result", "detail")
 _DONE = re.compile(r"^fuzz: done calls (\d+) distinct (\d+) ok (\d+) stalled (\d+) "
                    r"peer-alive (\w+)", re.M)
@@ -43,6 +43,7 @@ _FINDING = re.compile(r"^fuzz: signal .*$", re.M)
 @dataclass(frozen=True)
 class Outcome:
     flavour: str
+    cpu_model: str
     seed: int
     seconds: int
     cpus: int
@@ -61,7 +62,7 @@ def program_args(seed: int, seconds: int, threads: int, log_calls: bool) -> list
 
 
 def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
-         log_calls: bool = False) -> Outcome:
+         log_calls: bool = False, cpu_model: str = "max") -> Outcome:
     """Build the fuzzer's image on `kernel`, boot it, judge the run."""
     name = f"fuzz-{kernel.dir_name}"
     spec = InitramfsSpec(helpers=[PEER])
@@ -69,14 +70,15 @@ def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
     def outcome(result: str, detail: str, log: Path | None = None,
                 counts: tuple[int, ...] = (0, 0, 0, 0)) -> Outcome:
         calls, distinct, ok, stalled = counts
-        return Outcome(kernel.name, seed, seconds, cpus, threads, calls, distinct, ok,
-                       stalled, result, detail, log)
+        return Outcome(kernel.name, cpu_model, seed, seconds, cpus, threads, calls, distinct,
+                       ok, stalled, result, detail, log)
 
     try:
         img = pipeline.build_image(name, kernel, [FUZZER], spec)
     except UklError as e:
         return outcome("no build", e.message.splitlines()[0])
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=cpus, mem="1G",
+                           cpu=cpu_model,
                            program_args=program_args(seed, seconds, threads, log_calls))
     ran = run.run(opts, log_name=name, timeout=seconds + BOOT_MARGIN_S, echo=False)
     console = ran.log.read_text(errors="replace")
@@ -99,24 +101,25 @@ def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
 
 
 def replay_hint(o: Outcome) -> str:
-    return (f"ukl fuzz --kernels {o.flavour} --seed {o.seed} --seconds {o.seconds} "
-            f"--cpus {o.cpus} --threads {o.threads} --log-calls")
+    return (f"ukl fuzz --kernels {o.flavour} --cpu {o.cpu_model} --seed {o.seed} "
+            f"--seconds {o.seconds} --cpus {o.cpus} --threads {o.threads} --log-calls")
 
 
 def _write(out: ResultsWriter, outcomes: list[Outcome], kernels: list[Flavour]) -> None:
     out.csv("fuzz.csv", FIELDS,
-            [(o.flavour, o.seed, o.seconds, o.cpus, o.threads, o.calls, o.distinct, o.ok,
-              o.stalled, o.result, o.detail) for o in outcomes])
+            [(o.flavour, o.cpu_model, o.seed, o.seconds, o.cpus, o.threads, o.calls,
+              o.distinct, o.ok, o.stalled, o.result, o.detail) for o in outcomes])
     lines = ["guest/fuzz.c as each flavour's application (an ordinary process on stock), "
              "QEMU TCG; a run passes with no signal in the fuzzer, no stalled worker, a "
              "clean kernel log and the ordinary process beside it still counting. `calls` "
              "counts the calls made, `distinct` the numbers that answered other than "
              "ENOSYS, `ok` the calls that succeeded, `stalled` the workers left blocked in a "
              "call (another takes over).", "",
-             "| flavour | seed | seconds | CPUs | threads | calls | distinct | ok | stalled "
-             "| result | detail |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| `{o.flavour}` | {o.seed} | {o.seconds} | {o.cpus} | {o.threads} | "
-              f"{o.calls} | {o.distinct} | {o.ok} | {o.stalled} | {o.result} | {o.detail} |"
+             "| flavour | CPU model | seed | seconds | CPUs | threads | calls | distinct | ok "
+             "| stalled | result | detail |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| `{o.flavour}` | {o.cpu_model} | {o.seed} | {o.seconds} | {o.cpus} | "
+              f"{o.threads} | {o.calls} | {o.distinct} | {o.ok} | {o.stalled} | {o.result} | "
+              f"{o.detail} |"
               for o in outcomes]
     passed = sum(o.result == "pass" for o in outcomes)
     lines += ["", f"{passed} of {len(outcomes)} runs pass."]
@@ -125,15 +128,16 @@ def _write(out: ResultsWriter, outcomes: list[Outcome], kernels: list[Flavour]) 
 
 
 def run_fuzz(kernels: list[Flavour], seed: int, seconds: int, cpus: int, threads: int,
-             log_calls: bool, name: str | None, command: str) -> list[Outcome]:
+             log_calls: bool, name: str | None, command: str,
+             cpu_model: str = "max") -> list[Outcome]:
     """Fuzz each of `kernels` in turn; results/NAME/ when `name` is given."""
     out = ResultsWriter(name, command) if name else None
     outcomes: list[Outcome] = []
     for i, kernel in enumerate(kernels, 1):
         print(f"ukl: fuzz {i}/{len(kernels)}: {kernel.name}, seed {seed}, {seconds} s on "
-              f"{cpus} CPU(s), {threads} thread(s)", file=sys.stderr)
+              f"{cpus} CPU(s) ({cpu_model}), {threads} thread(s)", file=sys.stderr)
         start = time.monotonic()
-        o = fuzz(kernel, seed, seconds, cpus, threads, log_calls)
+        o = fuzz(kernel, seed, seconds, cpus, threads, log_calls, cpu_model)
         outcomes.append(o)
         print(f"   [fuzz] {kernel.name}: {o.result} ({o.calls} calls, "
               f"{time.monotonic() - start:.0f} s): {o.detail}", file=sys.stderr)

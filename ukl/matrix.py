@@ -61,11 +61,12 @@ class Outcome:
     detail: str
 
 
-def combinations() -> list[str]:
-    """`ukl` and every subset of the options that Kconfig allows composed
-    onto it, fewest options first."""
+def combinations(base: str = "ukl") -> list[str]:
+    """BASE (a UKL flavour made of fragments: `ukl`, `ukl-distro`) and every
+    subset of the options that Kconfig allows composed onto it, fewest
+    options first."""
     opts = table()
-    return ["+".join(("ukl", *subset))
+    return ["+".join((base, *subset))
             for k in range(len(opts) + 1)
             for subset in itertools.combinations(opts, k)
             if not any(opts[a].excludes & set(subset) for a in subset)]
@@ -99,20 +100,28 @@ def suite_checks(combination: str) -> list[str]:
     return [c for c in checks if c not in dropped]
 
 
-def check(combination: str, kernel: Flavour) -> Outcome:
+def shared_build(base: str) -> str:
+    """The output directory the composed flavours of BASE take turns in:
+    one per base, since two bases differ in most of their objects."""
+    return SHARED_BUILD if base == "ukl" else f"{SHARED_BUILD}-{base}"
+
+
+def check(combination: str, kernel: Flavour, cpu: str = "max") -> Outcome:
     start = time.monotonic()
     name = f"matrix-{kernel.dir_name}"
+    base = combination.split("+")[0]
     try:
         # Composed flavours take turns in one output directory: only what
         # their options change is rebuilt (named flavours keep their own).
         img = pipeline.build_image(name, kernel, [SUITE], InitramfsSpec(),
-                                   build_as=SHARED_BUILD if "+" in kernel.name else None)
+                                   build_as=shared_build(base) if "+" in kernel.name else None)
     except UklError as e:
         return Outcome(combination, kernel.name, "no build", time.monotonic() - start, 0.0,
                        e.message.splitlines()[0])
     built = time.monotonic()
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=2, mem="1G",
-                           icount=False, gdb=False, append=["UKL_SUITE_ENV=from-cmdline"],
+                           cpu=cpu, icount=False, gdb=False,
+                           append=["UKL_SUITE_ENV=from-cmdline"],
                            program_args=suite_checks(combination))
     outcome = run.run(opts, log_name=name, timeout=SUITE_TIMEOUT, echo=False)
     console = outcome.log.read_text(errors="replace")
@@ -159,8 +168,13 @@ def _write(out: ResultsWriter, outcomes: dict[str, Outcome]) -> None:
              qemu_mode="TCG, 2 CPUs, 1 GiB")
 
 
-def run_matrix(name: str, only: list[str], resume: bool, command: str) -> Path:
-    wanted = combinations()
+def run_matrix(name: str, only: list[str], resume: bool, command: str,
+               base: str = "ukl", cpu: str = "max") -> Path:
+    base_flavour = flavour.get(base)
+    if "+" in base or not base_flavour.is_ukl:
+        raise UsageError(f"--base {base}: give a named UKL flavour made of fragments "
+                         "(ukl, ukl-distro)")
+    wanted = combinations(base)
     unknown = [c for c in only if c not in wanted]
     if unknown:
         raise UsageError(f"not a combination: {', '.join(unknown)}; they are "
@@ -176,7 +190,7 @@ def run_matrix(name: str, only: list[str], resume: bool, command: str) -> Path:
         kernel = flavour.get(combination)
         print(f"ukl: matrix {i}/{len(todo)}: {combination} (as {kernel.name})",
               file=sys.stderr)
-        outcomes[combination] = check(combination, kernel)
+        outcomes[combination] = check(combination, kernel, cpu)
         print(f"   [matrix] {combination}: {outcomes[combination].result}", file=sys.stderr)
         _write(out, {c: outcomes[c] for c in wanted if c in outcomes})
     return out.dir

@@ -114,6 +114,19 @@ def test_ret_suite_at_cpl0(suite_ukl_ret_distro: str, vendor: str) -> None:
     _assert_suite_passed(out, list(BASE_CHECKS))
 
 
+# With SRSO Safe-RET (the AMD model) every return to the application runs
+# the return thunk on the application's stack with interrupts on; a 100 us
+# timer while it makes system calls lands interrupts there, and the entry
+# must unwind them reading that stack as user memory (kernel 0023).
+@pytest.mark.parametrize("image", ["suite_ukl_distro", "suite_ukl_ret_distro",
+                                   "suite_stock_distro"])
+def test_interrupt_storm_in_the_return_thunk(request: pytest.FixtureRequest,
+                                             image: str) -> None:
+    code, out = _run(request.getfixturevalue(image), "amd", "irq-storm", smp=2)
+    assert code == 0, out
+    _assert_suite_passed(out, ["irq-storm"])
+
+
 # UKL_RET returns with POPF, which cannot set RF: after an instruction
 # breakpoint it must take IRET, or the breakpoint fires forever.
 @pytest.mark.parametrize("image", ["suite_ukl_distro", "suite_ukl_ret_distro",

@@ -1,7 +1,8 @@
 """`ukl fuzz` (guest/fuzz.c): the system call fuzzer as the application,
 judged from outside. The 10-minute runs per flavour are `ukl fuzz
 --kernels all --seconds 600 --name fuzz` (results/fuzz/); here a short
-run on the base model (1 and 2 CPUs) and on stock."""
+run on the base model (1 and 2 CPUs), on stock, and on the
+distribution-like UKL kernel under the AMD model (SRSO Safe-RET on)."""
 from __future__ import annotations
 
 import re
@@ -13,12 +14,15 @@ from tests.conftest import fixture_name, ukl
 SECONDS = "45"
 
 
-@pytest.mark.parametrize("kernel,cpus", [("ukl", 1), ("ukl", 2), ("stock", 2)])
+RUNS = [("ukl", 1, "max"), ("ukl", 2, "max"), ("stock", 2, "max"), ("ukl-distro", 2, "EPYC")]
+
+
+@pytest.mark.parametrize("kernel,cpus,model", RUNS)
 def test_fuzzer_finds_nothing(request: pytest.FixtureRequest, kernel: str, cpus: int,
-                              tmp_path) -> None:
+                              model: str, tmp_path) -> None:
     request.getfixturevalue(fixture_name(kernel))
     res = ukl("fuzz", "--kernels", kernel, "--seconds", SECONDS, "--seed", "3",
-              "--cpus", str(cpus), "--name", "fuzz-test",
+              "--cpus", str(cpus), "--cpu", model, "--name", "fuzz-test",
               env={"UKL_RESULTS_DIR": str(tmp_path)})
     err = res.stderr
     assert res.returncode == 0, err
@@ -27,7 +31,7 @@ def test_fuzzer_finds_nothing(request: pytest.FixtureRequest, kernel: str, cpus:
     # Far more calls than numbers: the workers kept going the whole time.
     assert m and int(m.group(1)) > 20000, err
     table = (tmp_path / "fuzz-test" / "fuzz.md").read_text()
-    assert f"| `{kernel}` | 3 | {SECONDS} | {cpus} | 2 |" in table, table
+    assert f"| `{kernel}` | {model} | 3 | {SECONDS} | {cpus} | 2 |" in table, table
 
 
 def test_fuzz_refuses_bad_arguments() -> None:

@@ -127,7 +127,8 @@ def test_results_record_the_command_line_as_typed(tmp_path: Path,
     from ukl.cli import matrix as matrix_cmd
     seen: list[str] = []
     monkeypatch.setattr(matrix_cmd.matrix, "run_matrix",
-                        lambda name, only, resume, command: seen.append(command) or tmp_path)
+                        lambda name, only, resume, command, base, cpu:
+                        seen.append(command) or tmp_path)
     assert cli.main(["matrix", "--only", "ukl+byp", "--name", "a b"]) == 0
     assert seen == ["ukl matrix --only ukl+byp --name 'a b'"]
 

@@ -79,6 +79,19 @@ def test_unknown_combination_is_refused(tmp_path: Path, monkeypatch: pytest.Monk
         matrix.run_matrix("m", ["ukl+fast"], resume=False, command="ukl matrix")
 
 
+def test_other_base_composes_the_same_options(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    distro = matrix.combinations("ukl-distro")
+    assert distro[0] == "ukl-distro" and len(distro) == len(matrix.combinations())
+    assert "ukl-distro+ret" in distro and "ukl+ret" not in distro
+    assert matrix.suite_checks("ukl-distro+nss_ps") == matrix.suite_checks("ukl+nss_ps")
+    assert matrix.shared_build("ukl") != matrix.shared_build("ukl-distro")
+    monkeypatch.setenv("UKL_RESULTS_DIR", str(tmp_path))
+    for base in ("stock", "ukl+ret"):
+        with pytest.raises(UklError, match="--base"):
+            matrix.run_matrix("m", [], resume=False, command="ukl matrix", base=base)
+
+
 def test_bench_skips_and_args_come_from_the_options() -> None:
     assert flavour.get("ukl-nss-ps").bench_skips == ("stack-fault", "fork")
     assert flavour.get("ukl-nss").bench_skips == ("fork",)

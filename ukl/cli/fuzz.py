@@ -12,6 +12,7 @@ from ukl import fuzz
 from ukl.cli.args import Invocation
 from ukl.common.errors import UsageError
 from ukl.kbuild import flavour
+from ukl.qemu import command as qemu
 
 SUMMARY = "the system call fuzzer as each flavour's application -> results/NAME/fuzz.*"
 MAX_THREADS = 8
@@ -25,6 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seconds", type=int, default=60, help="fuzzing time per flavour "
                    "(default 60)")
     p.add_argument("--cpus", type=int, default=2, help="guest CPUs (default 2)")
+    p.add_argument("--cpu", default="max", metavar="MODEL",
+                   help="QEMU CPU model (default max; EPYC or Skylake-Client turn on the "
+                   "mitigations of a kernel built with them, see `ukl run --cpu`)")
     p.add_argument("--threads", type=int, default=2,
                    help=f"fuzzing threads, 1-{MAX_THREADS} (default 2)")
     p.add_argument("--log-calls", action="store_true",
@@ -44,8 +48,9 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
         raise UsageError("--kernels names no flavour (`ukl kernel list` shows them)")
     kernels = flavour.get_all(names)
     seed = args.seed if args.seed is not None else random.randrange(1, 2**31)
+    qemu.check_cpu(args.cpu)
     outcomes = fuzz.run_fuzz(kernels, seed, args.seconds, args.cpus, args.threads,
-                             args.log_calls, args.name, inv.command_line)
+                             args.log_calls, args.name, inv.command_line, args.cpu)
     failed = [o for o in outcomes if o.result != "pass"]
     if args.name:
         print(f"ukl: results in results/{args.name}/ (fuzz.md, fuzz.csv, meta.json)",

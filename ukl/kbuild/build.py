@@ -15,7 +15,7 @@ from ukl.common import paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
 from ukl.common.errors import UklError
 from ukl.common.proc import StepCounter, run_logged
-from ukl.kbuild import kconfig, seed
+from ukl.kbuild import kconfig, objtool, seed
 from ukl.kbuild.flavour import Flavour
 from ukl.sources import debian, series
 
@@ -108,10 +108,16 @@ def build(flavour: Flavour, ukl_app: Path | None = None, build_as: str | None = 
         if ukl_app is not None:
             targets.append(f"UKL_APP={ukl_app.resolve()}")
         counter = StepCounter.remembered(_KBUILD_STEP, out, _DEFAULT_STEPS)
+        log_path = paths.logs_dir() / f"kernel-{flavour.name}.log"
         run_logged(_make(tree, out, *targets), label=f"kernel {flavour.name}",
-                   log_path=paths.logs_dir() / f"kernel-{flavour.name}.log",
-                   env=_make_env(), counter=counter)
+                   log_path=log_path, env=_make_env(), counter=counter)
         counter.save(out)
+        warned = objtool.unexpected(log_path.read_text(errors="replace"))
+        if warned:
+            objtool.forget(warned, out)
+            raise UklError(f"kernel {flavour.name}: objtool warned {len(warned)} time(s), "
+                           f"first: {warned[0]}; the objects are removed so the next build "
+                           f"checks them again; full log: {log_path}")
     vmlinux = out / "vmlinux"
     if not vmlinux.is_file():
         raise UklError(f"kernel build finished but {vmlinux} is missing")
