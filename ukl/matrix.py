@@ -100,6 +100,16 @@ def suite_checks(combination: str) -> list[str]:
     return [c for c in checks if c not in dropped]
 
 
+def canonical(combination: str) -> str:
+    """A combination with its options in table order, as combinations()
+    names it: ukl+ret+byp is ukl+byp+ret."""
+    base, *options = combination.split("+")
+    order = list(table())
+    return "+".join((base, *sorted(options, key=lambda o: (o not in order,
+                                                           order.index(o) if o in order else 0,
+                                                           o))))
+
+
 def shared_build(base: str) -> str:
     """The output directory the composed flavours of BASE take turns in:
     one per base, since two bases differ in most of their objects."""
@@ -175,10 +185,12 @@ def run_matrix(name: str, only: list[str], resume: bool, command: str,
         raise UsageError(f"--base {base}: give a named UKL flavour made of fragments "
                          "(ukl, ukl-distro)")
     wanted = combinations(base)
+    only = [canonical(c) for c in only]
     unknown = [c for c in only if c not in wanted]
     if unknown:
-        raise UsageError(f"not a combination: {', '.join(unknown)}; they are "
-                         f"{', '.join(wanted)}")
+        raise UsageError(f"not a combination: {', '.join(unknown)}; give {base}+OPTION+... "
+                         f"with options from {', '.join(table())} (`ukl kernel list`), "
+                         "each once, nss and nss_ps not together")
     out = ResultsWriter(name, command)
     outcomes = _read(results_dir() / name / "matrix.csv") if resume else {}
     todo = sorted((c for c in (only or wanted)

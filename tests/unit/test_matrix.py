@@ -79,6 +79,12 @@ def test_unknown_combination_is_refused(tmp_path: Path, monkeypatch: pytest.Monk
         matrix.run_matrix("m", ["ukl+fast"], resume=False, command="ukl matrix")
 
 
+def test_options_in_any_order_name_one_combination() -> None:
+    assert matrix.canonical("ukl+ret+byp") == "ukl+byp+ret"
+    assert matrix.canonical("ukl-distro+rtc+ret+byp") in matrix.combinations("ukl-distro")
+    assert matrix.canonical("ukl") == "ukl"
+
+
 def test_other_base_composes_the_same_options(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     distro = matrix.combinations("ukl-distro")
