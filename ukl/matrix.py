@@ -105,9 +105,9 @@ def canonical(combination: str) -> str:
     names it: ukl+ret+byp is ukl+byp+ret."""
     base, *options = combination.split("+")
     order = list(table())
-    return "+".join((base, *sorted(options, key=lambda o: (o not in order,
-                                                           order.index(o) if o in order else 0,
-                                                           o))))
+    # Unknown options go last; run_matrix() then refuses the name.
+    return "+".join((base, *sorted(options, key=lambda o: order.index(o) if o in order
+                                   else len(order))))
 
 
 def shared_build(base: str) -> str:
