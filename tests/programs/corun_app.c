@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -58,6 +57,7 @@ int main(void)
 	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(TCP_PORT) };
 	struct sockaddr_un un = { .sun_family = AF_UNIX, .sun_path = UNIX_PATH };
 	struct sigaction sa = { .sa_handler = on_usr1 };
+	sigset_t usr1, unblocked;
 	char buf[64] = { 0 };
 	int one = 1, tcp, usock, fifo;
 	FILE *pidfile;
@@ -66,6 +66,13 @@ int main(void)
 	__asm__ volatile("mov %%cs, %0" : "=r"(cs));
 	printf("corun_app: cpl=%u pid=%d\n", cs & 3, getpid());
 	sigaction(SIGUSR1, &sa, NULL);
+	/*
+	 * Keep SIGUSR1 blocked until sigsuspend() so it cannot arrive between
+	 * a test of got_usr1 and the wait (a lost wake-up that pause() had).
+	 */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, &unblocked);
 
 	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	tcp = socket(AF_INET, SOCK_STREAM, 0);
@@ -90,9 +97,10 @@ int main(void)
 	check("unix socket echo", echo_upper(usock, "unix-hello"));
 	check("tcp loopback echo", echo_upper(tcp, "tcp-hello"));
 
+	/* SIGALRM's default action ends the program if the signal never comes. */
 	alarm(20);
-	while (!got_usr1 && errno != EINTR)
-		pause();
+	while (!got_usr1)
+		sigsuspend(&unblocked);
 	check("SIGUSR1 from the peer", got_usr1);
 	printf("corun_app: %d failure(s)\n", failures);
 	return failures;
