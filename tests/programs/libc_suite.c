@@ -87,10 +87,16 @@ int main(void)
 
 	/* signals: setitimer -> SIGALRM, raise with SA_SIGINFO */
 	signal(SIGALRM, on_alarm);
+	/* Blocked until sigsuspend(), so the wake-up cannot fall before the wait. */
+	sigset_t alrm, unblocked;
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	sigprocmask(SIG_BLOCK, &alrm, &unblocked);
 	struct itimerval it = { .it_value = { .tv_usec = 20000 } };
 	setitimer(ITIMER_REAL, &it, NULL);
 	while (!got_alarm)
-		pause();
+		sigsuspend(&unblocked);
+	sigprocmask(SIG_SETMASK, &unblocked, NULL);
 	CHECK("sigalrm", got_alarm == SIGALRM);
 	struct sigaction sa = { .sa_sigaction = on_usr1, .sa_flags = SA_SIGINFO };
 	sigaction(SIGUSR1, &sa, NULL);
