@@ -33,6 +33,20 @@ def ukl(*args: str, timeout: float = 900,
                           env={**os.environ, **env} if env else None)
 
 
+def build_image(name: str, *args: str) -> str:
+    """`ukl build ARGS -o NAME`, which must succeed; returns NAME."""
+    res = ukl("build", *args, "-o", name)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return name
+
+
+def assert_suite_passed(out: str, checks: list[str]) -> None:
+    """Each named check of guest/ukl_suite.c passed, and nothing failed."""
+    for name in checks:
+        assert f"ukl_suite: ok {name}\n" in out, f"check {name} did not pass:\n{out}"
+    assert "ukl_suite: 0 failure(s)" in out, out
+
+
 def fixture_name(flavour: str) -> str:
     """The session fixture that builds a named flavour: ukl-nss-ps ->
     ukl_nss_ps_kernel."""
