@@ -157,12 +157,12 @@ def _read(path: Path) -> dict[str, Outcome]:
                 for r in csv.DictReader(f)}
 
 
-def _write(out: ResultsWriter, outcomes: dict[str, Outcome]) -> None:
+def _write(out: ResultsWriter, outcomes: dict[str, Outcome], base: str) -> None:
     out.csv("matrix.csv", FIELDS,
             [(o.combination, o.flavour, o.result, f"{o.build_s:.0f}", f"{o.suite_s:.0f}",
               o.detail) for o in outcomes.values()])
     lines = ["Every combination of the UKL options (kernel/configs/OPTION.config on top of "
-             "the `ukl` flavour), built from the same patched tree; each kernel links "
+             f"the `{base}` flavour), built from the same patched tree; each kernel links "
              "guest/ukl_suite.c and boots it on 2 CPUs under QEMU TCG. Build times "
              "are with whatever ccache held.", "",
              "| combination | built as | result | build s | suite s | detail |",
@@ -204,5 +204,5 @@ def run_matrix(name: str, only: list[str], resume: bool, command: str,
               file=sys.stderr)
         outcomes[combination] = check(combination, kernel, cpu)
         print(f"   [matrix] {combination}: {outcomes[combination].result}", file=sys.stderr)
-        _write(out, {c: outcomes[c] for c in wanted if c in outcomes})
+        _write(out, {c: outcomes[c] for c in wanted if c in outcomes}, base)
     return out.dir
