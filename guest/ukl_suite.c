@@ -536,6 +536,8 @@ static int read_with_flags(unsigned long flags)
  * code must take the path of one from user mode: a kernel #DB would warn
  * and clear TF after the first trap. So must a step with a stack pointer
  * the kernel never hands out: its handler must not stay on the #DB stack.
+ * Clock reads step through the vDSO, which at CPL0 is the kernel's
+ * stand-ins: application code, whose steps are the application's too.
  */
 static const char *check_single_step(void)
 {
@@ -544,6 +546,9 @@ static const char *check_single_step(void)
 	unsigned long saved = get_flags();
 	stack_t ss = { .ss_size = 64 * 1024 }, old;
 	const char *err = NULL;
+	struct timespec ts = { 0 };
+	struct timeval tv = { 0 };
+	int clocks_ok;
 	long ppid;
 
 	ss.ss_sp = malloc(ss.ss_size);
@@ -565,6 +570,16 @@ static const char *check_single_step(void)
 		err = "a SIGTRAP of a single-stepped system call had interrupts off";
 	if (err)
 		goto out;
+	/* Into the vDSO (at CPL0: the kernel's stand-ins) and back. */
+	traps = 0;
+	set_flags(saved | FLAG_TF);
+	clocks_ok = clock_gettime(CLOCK_MONOTONIC, &ts) == 0 &&
+		    gettimeofday(&tv, NULL) == 0;
+	set_flags(saved);
+	if (!clocks_ok || traps < 20 || (!ts.tv_sec && !ts.tv_nsec) || tv.tv_sec <= 0) {
+		err = "single-stepped clock reads failed or raised (almost) no SIGTRAP";
+		goto out;
+	}
 	traps = traps_odd_stack = 0;
 	step_on_odd_stack();
 	if (traps < 5 || traps_odd_stack < 1)

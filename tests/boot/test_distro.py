@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import GUEST, PROGRAMS, ukl
+from tests.conftest import GUEST, PROGRAMS, assert_suite_passed, build_image, ukl
 from ukl.matrix import BASE_CHECKS
 from ukl.qemu.command import CPU_MODELS
 
@@ -37,12 +37,6 @@ MITIGATIONS = {
 }
 
 
-def _build(name: str, *args: str) -> str:
-    res = ukl("build", *args, "-o", name)
-    assert res.returncode == 0, res.stdout + res.stderr
-    return name
-
-
 def _run(image: str, vendor: str, *args: str, smp: int = 1) -> tuple[int, str]:
     res = ukl("run", image, "--cpu", CPU_MODELS[vendor], "--smp", str(smp), "--mem", "1G",
               "--timeout", BOOT_TIMEOUT, "--", *args, timeout=float(BOOT_TIMEOUT) + 120)
@@ -62,7 +56,7 @@ def _vulns(out: str) -> dict[str, str]:
 @pytest.mark.parametrize("kernel", ["stock-distro", "ukl-distro"])
 def test_mitigations_are_on(request: pytest.FixtureRequest, kernel: str, vendor: str) -> None:
     request.getfixturevalue(kernel.replace("-", "_") + "_kernel")
-    image = _build(f"t-vulns-{kernel}", str(PROGRAMS / "cpu_vulns.c"), "--kernel", kernel)
+    image = build_image(f"t-vulns-{kernel}", str(PROGRAMS / "cpu_vulns.c"), "--kernel", kernel)
     code, out = _run(image, vendor)
     assert code == 0, out
     vulns = _vulns(out)
@@ -72,24 +66,19 @@ def test_mitigations_are_on(request: pytest.FixtureRequest, kernel: str, vendor:
 
 @pytest.fixture(scope="module")
 def suite_ukl_distro(ukl_distro_kernel) -> str:
-    return _build("t-ukl-distro-suite", str(GUEST / "ukl_suite.c"), "--kernel", "ukl-distro")
+    return build_image("t-ukl-distro-suite", str(GUEST / "ukl_suite.c"), "--kernel", "ukl-distro")
 
 
 @pytest.fixture(scope="module")
 def suite_ukl_ret_distro(ukl_ret_distro_kernel) -> str:
-    return _build("t-ukl-ret-distro-suite", str(GUEST / "ukl_suite.c"),
-                  "--kernel", "ukl-ret-distro")
+    return build_image("t-ukl-ret-distro-suite", str(GUEST / "ukl_suite.c"),
+                       "--kernel", "ukl-ret-distro")
 
 
 @pytest.fixture(scope="module")
 def suite_stock_distro(stock_distro_kernel) -> str:
-    return _build("t-stock-distro-suite", str(GUEST / "ukl_suite.c"), "--kernel", "stock-distro")
-
-
-def _assert_suite_passed(out: str, checks: list[str]) -> None:
-    for name in checks:
-        assert f"ukl_suite: ok {name}\n" in out, f"check {name} did not pass:\n{out}"
-    assert "ukl_suite: 0 failure(s)" in out, out
+    return build_image("t-stock-distro-suite", str(GUEST / "ukl_suite.c"),
+                       "--kernel", "stock-distro")
 
 
 @pytest.mark.parametrize("smp", [1, 2])
@@ -97,21 +86,21 @@ def _assert_suite_passed(out: str, checks: list[str]) -> None:
 def test_base_model_suite_at_cpl0(suite_ukl_distro: str, vendor: str, smp: int) -> None:
     code, out = _run(suite_ukl_distro, vendor, smp=smp)
     assert code == 0 and "ukl_suite: cpl=0" in out, out
-    _assert_suite_passed(out, list(BASE_CHECKS))
+    assert_suite_passed(out, list(BASE_CHECKS))
 
 
 @pytest.mark.parametrize("vendor", sorted(CPU_MODELS))
 def test_same_suite_on_stock(suite_stock_distro: str, vendor: str) -> None:
     code, out = _run(suite_stock_distro, vendor, smp=2)
     assert code == 0 and "ukl_suite: cpl=3" in out, out
-    _assert_suite_passed(out, list(BASE_CHECKS))
+    assert_suite_passed(out, list(BASE_CHECKS))
 
 
 @pytest.mark.parametrize("vendor", sorted(CPU_MODELS))
 def test_ret_suite_at_cpl0(suite_ukl_ret_distro: str, vendor: str) -> None:
     code, out = _run(suite_ukl_ret_distro, vendor, smp=2)
     assert code == 0 and "ukl_suite: cpl=0" in out, out
-    _assert_suite_passed(out, list(BASE_CHECKS))
+    assert_suite_passed(out, list(BASE_CHECKS))
 
 
 # With SRSO Safe-RET (the AMD model) every return to the application runs
@@ -124,7 +113,7 @@ def test_interrupt_storm_in_the_return_thunk(request: pytest.FixtureRequest,
                                              image: str) -> None:
     code, out = _run(request.getfixturevalue(image), "amd", "irq-storm", smp=2)
     assert code == 0, out
-    _assert_suite_passed(out, ["irq-storm"])
+    assert_suite_passed(out, ["irq-storm"])
 
 
 # UKL_RET returns with POPF, which cannot set RF: after an instruction
@@ -135,4 +124,34 @@ def test_instruction_breakpoint_counts_and_moves_on(request: pytest.FixtureReque
                                                     image: str) -> None:
     code, out = _run(request.getfixturevalue(image), "amd", "hw-breakpoint")
     assert code == 0, out
-    _assert_suite_passed(out, ["hw-breakpoint"])
+    assert_suite_passed(out, ["hw-breakpoint"])
+
+
+@pytest.fixture(scope="module")
+def trace_ukl_distro(ukl_distro_kernel) -> str:
+    return build_image("t-trace-ukl-distro", str(PROGRAMS / "trace_vdso.c"),
+                       "--kernel", "ukl-distro")
+
+
+@pytest.fixture(scope="module")
+def trace_stock_distro(stock_distro_kernel) -> str:
+    return build_image("t-trace-stock-distro", str(PROGRAMS / "trace_vdso.c"),
+                       "--kernel", "stock-distro")
+
+
+# kprobes (ftrace-based and INT3) and the function tracer beside an
+# application reading clocks: the kernel's own code is traced as usual, and
+# the vDSO stand-ins the application calls are its code, which no probe
+# reaches (kernel 0027; before it, a probe on ktime_get_real_ts64() made
+# the application's return schedule in atomic context, or killed it with
+# SIGTRAP).
+@pytest.mark.parametrize("image,smp", [("trace_ukl_distro", 1), ("trace_ukl_distro", 2),
+                                       ("trace_stock_distro", 1)])
+def test_tracing_beside_the_application(request: pytest.FixtureRequest, image: str,
+                                        smp: int) -> None:
+    code, out = _run(request.getfixturevalue(image), "amd", smp=smp)
+    assert code == 0 and "trace_vdso: 0 failure(s)" in out, out
+    for check in ("kprobe-syscall", "kprobe-int3-syscall", "ftrace-syscall",
+                  "kprobe-timekeeping", "kprobe-int3-timekeeping", "ftrace-timekeeping",
+                  "kprobe-refused-vdso", "kprobe-refused-app", "ftrace-refused-vdso"):
+        assert f"trace_vdso: ok {check}\n" in out, out

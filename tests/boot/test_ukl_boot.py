@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from tests.conftest import GUEST, PROGRAMS, fixture_name, gdb_break_session, stop_run, ukl
+from tests.conftest import (GUEST, PROGRAMS, assert_suite_passed, build_image, fixture_name,
+                            gdb_break_session, stop_run, ukl)
 from ukl.matrix import BASE_CHECKS
 
 pytestmark = pytest.mark.boot
@@ -18,32 +19,20 @@ BOOT_TIMEOUT = "300"
 CHECKS = list(BASE_CHECKS)
 
 
-def _build(name: str, *args: str) -> str:
-    res = ukl("build", *args, "-o", name)
-    assert res.returncode == 0, res.stdout + res.stderr
-    return name
-
-
 @pytest.fixture(scope="module")
 def suite_ukl(ukl_kernel) -> str:
-    return _build("t-ukl-suite", str(GUEST / "ukl_suite.c"))
+    return build_image("t-ukl-suite", str(GUEST / "ukl_suite.c"))
 
 
 @pytest.fixture(scope="module")
 def suite_stock(stock_kernel) -> str:
-    return _build("t-stock-suite", str(GUEST / "ukl_suite.c"), "--kernel", "stock")
+    return build_image("t-stock-suite", str(GUEST / "ukl_suite.c"), "--kernel", "stock")
 
 
 def _run(image: str, *args: str, smp: int = 1) -> tuple[int, str]:
     res = ukl("run", image, "--smp", str(smp), "--mem", "1G", "--timeout", BOOT_TIMEOUT,
               "--append", "UKL_SUITE_ENV=from-cmdline", "--", *args)
     return res.returncode, res.stdout + res.stderr
-
-
-def _assert_checks_pass(out: str, checks: list[str]) -> None:
-    for name in checks:
-        assert f"ukl_suite: ok {name}\n" in out, f"check {name} did not pass:\n{out}"
-    assert "ukl_suite: 0 failure(s)" in out, out
 
 
 def test_ukl_image_is_a_ukl_image(suite_ukl: str) -> None:
@@ -56,14 +45,14 @@ def test_ukl_image_is_a_ukl_image(suite_ukl: str) -> None:
 def test_app_runs_at_cpl0_with_argv_env_and_status(suite_ukl: str) -> None:
     rc, out = _run(suite_ukl, "ids", "pipe")
     assert "ukl_suite: cpl=0 argc=3 argv0=/UKL env=from-cmdline" in out, out
-    _assert_checks_pass(out, ["ids", "pipe"])
+    assert_suite_passed(out, ["ids", "pipe"])
     assert rc == 0, out
 
 
 def test_same_program_on_stock_runs_at_cpl3(suite_stock: str) -> None:
     rc, out = _run(suite_stock, *CHECKS)
     assert "ukl_suite: cpl=3" in out, out
-    _assert_checks_pass(out, CHECKS)
+    assert_suite_passed(out, CHECKS)
     assert rc == 0, out
 
 
@@ -71,7 +60,7 @@ def test_same_program_on_stock_runs_at_cpl3(suite_stock: str) -> None:
 def test_base_model_check(suite_ukl: str, check: str) -> None:
     rc, out = _run(suite_ukl, check)
     assert "ukl_suite: cpl=0" in out, out
-    _assert_checks_pass(out, [check])
+    assert_suite_passed(out, [check])
     assert rc == 0, out
 
 
@@ -82,28 +71,41 @@ def test_coroutine_stack_in_bss(request: pytest.FixtureRequest, kernel: str, smp
     # UKL application) are the application's: no oops, nothing beside the
     # stack changed.
     rc, out = _run(request.getfixturevalue(f"suite_{kernel}"), "bss-stack", smp=smp)
-    _assert_checks_pass(out, ["bss-stack"])
+    assert_suite_passed(out, ["bss-stack"])
     assert rc == 0, out
+
+
+@pytest.mark.parametrize("kernel", ["ukl", "stock"])
+def test_clocks_without_the_tsc(request: pytest.FixtureRequest, kernel: str) -> None:
+    # On the HPET the vDSO (at CPL0: the kernel's stand-ins, which are
+    # application code) cannot compute the time itself and makes the system
+    # call: every clock must still agree with it, stepped through or not.
+    res = ukl("run", request.getfixturevalue(f"suite_{kernel}"), "--timeout", BOOT_TIMEOUT,
+              "--append", "clocksource=hpet loglevel=7", "--", "clocks", "single-step")
+    out = res.stdout + res.stderr
+    assert "Switched to clocksource hpet" in out, out
+    assert_suite_passed(out, ["clocks", "single-step"])
+    assert res.returncode == 0, out
 
 
 def test_single_step_on_stock(suite_stock: str) -> None:
     # The reference for the UKL case below: SIGTRAP per instruction, and a
     # single-stepped system call still answers.
     rc, out = _run(suite_stock, "single-step")
-    _assert_checks_pass(out, ["single-step"])
+    assert_suite_passed(out, ["single-step"])
     assert rc == 0, out
 
 
 def test_single_step_at_cpl0(suite_ukl: str) -> None:
     rc, out = _run(suite_ukl, "single-step")
     assert "WARNING:" not in out, out
-    _assert_checks_pass(out, ["single-step"])
+    assert_suite_passed(out, ["single-step"])
     assert rc == 0, out
 
 
 def test_threads_use_both_cpus_with_smp2(suite_ukl: str) -> None:
     rc, out = _run(suite_ukl, "threads", smp=2)
-    _assert_checks_pass(out, ["threads"])
+    assert_suite_passed(out, ["threads"])
     m = re.search(r"threads ran on (\d+) CPU", out)
     assert m and int(m.group(1)) == 2, out
     assert rc == 0, out
@@ -113,12 +115,12 @@ def test_whole_suite_in_one_boot(suite_ukl: str) -> None:
     # Checks in sequence in one process: state left by one (threads, signal
     # handlers, a forked child) must not break the next.
     rc, out = _run(suite_ukl, *CHECKS)
-    _assert_checks_pass(out, CHECKS)
+    assert_suite_passed(out, CHECKS)
     assert rc == 0, out
 
 
 def test_exit_status_reaches_host(ukl_kernel) -> None:
-    image = _build("t-ukl-exit", str(PROGRAMS / "exit_with.c"))
+    image = build_image("t-ukl-exit", str(PROGRAMS / "exit_with.c"))
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT, "--", "7", "two words")
     assert res.returncode == 7, res.stdout + res.stderr
     assert "exit_with: cpl=0 cpus=1 argc=3" in res.stdout
@@ -128,7 +130,7 @@ def test_exit_status_reaches_host(ukl_kernel) -> None:
 def test_init_is_the_ukl_app(ukl_kernel) -> None:
     # init=/UKL (rdinit for an initramfs): the application is PID 1, with
     # the arguments after `--`; when it exits the kernel panics (125).
-    image = _build("t-ukl-exit", str(PROGRAMS / "exit_with.c"))
+    image = build_image("t-ukl-exit", str(PROGRAMS / "exit_with.c"))
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT, "--append", "rdinit=/UKL",
               "--", "9")
     assert "exit_with: cpl=0 cpus=1 argc=2" in res.stdout, res.stdout + res.stderr
@@ -136,7 +138,7 @@ def test_init_is_the_ukl_app(ukl_kernel) -> None:
 
 
 def test_cxx_runtime_at_cpl0(ukl_kernel) -> None:
-    image = _build("t-ukl-cxx", str(PROGRAMS / "cxx_suite.cc"))
+    image = build_image("t-ukl-cxx", str(PROGRAMS / "cxx_suite.cc"))
     res = ukl("run", image, "--smp", "2", "--timeout", BOOT_TIMEOUT)
     out = res.stdout + res.stderr
     for check in ("static-ctor", "iostream-string", "std-thread", "exception"):
@@ -163,8 +165,8 @@ PEER_HELPER = "until [ -e /tmp/corun.ready ]; do sleep 0.1; done; /corun_peer"
 @pytest.mark.parametrize("kernel", ["ukl", "stock"])
 def test_corunning_process_talks_to_app(request, corun_peer: str, kernel: str) -> None:
     request.getfixturevalue(fixture_name(kernel))
-    image = _build(f"t-{kernel}-corun", str(PROGRAMS / "corun_app.c"), "--kernel", kernel,
-                   "--file", corun_peer, "--helper", PEER_HELPER)
+    image = build_image(f"t-{kernel}-corun", str(PROGRAMS / "corun_app.c"), "--kernel", kernel,
+                        "--file", corun_peer, "--helper", PEER_HELPER)
     res = ukl("run", image, "--smp", "2", "--timeout", BOOT_TIMEOUT)
     out = res.stdout + res.stderr
     assert f"corun_app: cpl={0 if kernel == 'ukl' else 3}" in out, out
@@ -181,15 +183,15 @@ def test_smap_smep_stay_on(suite_ukl: str) -> None:
     # enabled in CR4 and in /proc/cpuinfo (for every process).
     rc, out = _run(suite_ukl, "smap")
     assert "ukl_suite: cr4.smap=1 cr4.smep=1 eflags.ac=1" in out, out
-    _assert_checks_pass(out, ["smap"])
+    assert_suite_passed(out, ["smap"])
     assert rc == 0, out
 
 
 def test_makefile_project_builds_unchanged_and_boots(ukl_kernel) -> None:
     # `ukl build DIR`: the project's own Makefile, run with CC=ukl-cc (a
     # static library via ar, -lm), then linked into the kernel.
-    image = _build("t-ukl-wordstat", str(PROGRAMS.parent / "projects" / "wordstat"),
-                   "--binary", "wordstat")
+    image = build_image("t-ukl-wordstat", str(PROGRAMS.parent / "projects" / "wordstat"),
+                        "--binary", "wordstat")
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT, "--", "a bb ccc dddd")
     assert "words=4 mean=2.50 sqrt=2.000" in res.stdout, res.stdout + res.stderr
     assert res.returncode == 0, res.stdout + res.stderr
@@ -202,7 +204,7 @@ def test_app_change_relinks_without_recompiling(ukl_kernel) -> None:
     import time
     from ukl.common import paths
     start = time.monotonic()
-    image = _build("t-ukl-relink", str(PROGRAMS / "exit_with.c"))
+    image = build_image("t-ukl-relink", str(PROGRAMS / "exit_with.c"))
     elapsed = time.monotonic() - start
     log = (paths.logs_dir() / "kernel-ukl.log").read_text()
     compiled = [line for line in log.splitlines() if line.strip().startswith("CC ")
@@ -217,7 +219,7 @@ def test_gdb_breaks_in_the_app_with_its_source(ukl_kernel) -> None:
     # The application is part of vmlinux: gdb on the image's vmlinux stops in
     # its main (the symbol is __ukl_main, DWARF still says main) and shows
     # the app's arguments and source line.
-    image = _build("t-ukl-exit", str(PROGRAMS / "exit_with.c"))
+    image = build_image("t-ukl-exit", str(PROGRAMS / "exit_with.c"))
     gdb, status, out = gdb_break_session(image, "__ukl_main", "7")
     assert "Breakpoint 1, main (argc=2, argv=" in gdb.stdout, gdb.stdout + gdb.stderr
     assert "exit_with.c:" in gdb.stdout, gdb.stdout
@@ -239,7 +241,7 @@ def test_tcp_echo_server_reached_from_host(ukl_kernel) -> None:
     import sys
     import time
     from tests.conftest import REPO
-    image = _build("t-ukl-echo", str(REPO / "examples" / "echo" / "echo.c"))
+    image = build_image("t-ukl-echo", str(REPO / "examples" / "echo" / "echo.c"))
     port = _free_port()
     runner = subprocess.Popen(
         [sys.executable, str(REPO / "bin" / "ukl"), "run", image, "-p", f"{port}:7",

@@ -1,0 +1,209 @@
+/*
+ * Kernel tracing of the code the UKL C library calls instead of the vDSO.
+ *
+ * clock_gettime(CLOCK_REALTIME) of a UKL application runs the kernel's
+ * ktime_get_real_ts64() directly (ukl_vdso_clock_gettime()). This program,
+ * the application itself (root), puts a kprobe and then the function
+ * tracer on that function, calls clock_gettime() and reads back what the
+ * tracing saw. Both must count the calls and leave the application alone:
+ * a probe's INT3 is the kernel's, never a SIGTRAP of the application.
+ *
+ * Prints "trace_vdso: ok WHAT" or "trace_vdso: FAIL WHAT: why" per check.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRACING "/sys/kernel/tracing"
+#define CALLS 200
+
+static int failures;
+
+static void check(const char *what, int ok, const char *why)
+{
+	if (ok)
+		printf("trace_vdso: ok %s\n", what);
+	else
+		printf("trace_vdso: FAIL %s: %s\n", what, why);
+	fflush(stdout);
+	failures += !ok;
+}
+
+static int write_file_quiet(const char *name, const char *text, int quiet)
+{
+	char path[128];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), TRACING "/%s", name);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd < 0) {
+		printf("trace_vdso: open %s: %s\n", path, strerror(errno));
+		return 0;
+	}
+	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	if (!ok && !quiet)
+		printf("trace_vdso: write %s: %s\n", path, strerror(errno));
+	close(fd);
+	return ok;
+}
+
+static int write_file(const char *name, const char *text)
+{
+	return write_file_quiet(name, text, 0);
+}
+
+/* Read a tracing file whole (NUL-terminated) into buf. */
+static int read_file(const char *name, char *buf, size_t size)
+{
+	char path[128];
+	size_t used = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), TRACING "/%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	while (used + 1 < size && (n = read(fd, buf + used, size - used - 1)) > 0)
+		used += n;
+	buf[used] = '\0';
+	close(fd);
+	return 1;
+}
+
+/* How many of CALLS calls of clock_gettime() gave a sane time. */
+static int call_clock(void)
+{
+	struct timespec ts;
+	int good = 0;
+
+	for (int i = 0; i < CALLS; i++)
+		good += clock_gettime(CLOCK_REALTIME, &ts) == 0 && ts.tv_sec > 0;
+	return good;
+}
+
+/* How many of CALLS calls of getppid() answered. */
+static int call_getppid(void)
+{
+	int good = 0;
+
+	for (int i = 0; i < CALLS; i++)
+		good += getppid() >= 0;
+	return good;
+}
+
+/*
+ * Set a kprobe on @func at the first offset from @min that kprobes accept
+ * (an instruction boundary): at 0 it rides on the function's ftrace call,
+ * further in it is an INT3. Returns the offset, or -1.
+ */
+static int set_kprobe(const char *func, int min)
+{
+	char probe[128];
+
+	for (int off = min; off < 64; off++) {
+		snprintf(probe, sizeof(probe), "p:ukl/probe %s+%d\n", func, off);
+		if (write_file_quiet("kprobe_events", probe, 1))
+			return off;
+	}
+	return -1;
+}
+
+/*
+ * Probe @func while @call runs: every call must answer, and the probe must
+ * have hit at least @min_hits times.
+ */
+static void kprobe(const char *what, const char *func, int min_off,
+		   int (*call)(void), unsigned long min_hits)
+{
+	char buf[4096], *line;
+	unsigned long hits = 0;
+	int good, off;
+
+	off = set_kprobe(func, min_off);
+	if (off < 0 || !write_file("events/ukl/probe/enable", "1")) {
+		check(what, 0, "could not set the probe");
+		return;
+	}
+	good = call();
+	write_file("events/ukl/probe/enable", "0");
+	read_file("kprobe_profile", buf, sizeof(buf));
+	line = strstr(buf, "probe ");
+	if (line)
+		hits = strtoul(line + 6, NULL, 10);
+	write_file("kprobe_events", "\n");
+	printf("trace_vdso: %s: %s+%d hit %lu times in %d good calls\n", what,
+	       func, off, hits, good);
+	check(what, good == CALLS && hits >= min_hits, "calls or hits missing");
+}
+
+/* The application's code, the vDSO stand-ins included, cannot be probed. */
+static void kprobe_refused(const char *what, const char *func)
+{
+	int off = set_kprobe(func, 0);
+
+	if (off >= 0)
+		write_file("kprobe_events", "\n");
+	check(what, off < 0, "kprobes accepted a probe there");
+}
+
+/* Trace @func with the function tracer while @call runs. */
+static void function_tracer(const char *what, const char *func,
+			    int (*call)(void), int min_seen)
+{
+	static char buf[1 << 17];
+	char filter[96];
+	int good, seen = 0;
+	char *p;
+
+	snprintf(filter, sizeof(filter), "%s\n", func);
+	if (!write_file("set_ftrace_filter", filter) ||
+	    !write_file("trace", "") || !write_file("current_tracer", "function")) {
+		check(what, 0, "could not start the tracer");
+		return;
+	}
+	good = call();
+	/* Read before changing tracers: that empties the buffer. */
+	write_file("tracing_on", "0");
+	read_file("trace", buf, sizeof(buf));
+	write_file("current_tracer", "nop");
+	write_file("set_ftrace_filter", "");
+	write_file("tracing_on", "1");
+	for (p = buf; (p = strstr(p, func)); p++)
+		seen++;
+	printf("trace_vdso: %s: the tracer saw %s %d times in %d good calls\n",
+	       what, func, seen, good);
+	check(what, good == CALLS && seen >= min_seen, "calls or trace entries missing");
+}
+
+int main(void)
+{
+	mkdir("/sys", 0755);
+	if (mount("sysfs", "/sys", "sysfs", 0, NULL) && errno != EBUSY)
+		perror("trace_vdso: mount /sys");
+	if (mount("tracefs", TRACING, "tracefs", 0, NULL) && errno != EBUSY)
+		perror("trace_vdso: mount tracefs");
+
+	/* A system call's body: the probes and the tracer see every call. */
+	kprobe("kprobe-syscall", "__x64_sys_getppid", 0, call_getppid, CALLS);
+	kprobe("kprobe-int3-syscall", "__x64_sys_getppid", 1, call_getppid, CALLS);
+	function_tracer("ftrace-syscall", "__task_pid_nr_ns", call_getppid, CALLS);
+	/* The kernel's timekeeping while the application reads clocks. */
+	kprobe("kprobe-timekeeping", "ktime_get_real_ts64", 0, call_clock, 0);
+	kprobe("kprobe-int3-timekeeping", "ktime_get_real_ts64", 1, call_clock, 0);
+	function_tracer("ftrace-timekeeping", "ktime_get_real_ts64", call_clock, 0);
+	/* The application's own code and the stand-ins it calls. */
+	kprobe_refused("kprobe-refused-vdso", "ukl_vdso_clock_gettime");
+	kprobe_refused("kprobe-refused-app", "__ukl_main");
+	check("ftrace-refused-vdso",
+	      !write_file_quiet("set_ftrace_filter", "ukl_vdso_clock_gettime\n", 1),
+	      "the function tracer accepted a stand-in");
+	printf("trace_vdso: %d failure(s)\n", failures);
+	return failures != 0;
+}
