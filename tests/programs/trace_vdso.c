@@ -1,12 +1,17 @@
 /*
- * Kernel tracing of the code the UKL C library calls instead of the vDSO.
+ * Kernel tracing beside a UKL application.
  *
- * clock_gettime(CLOCK_REALTIME) of a UKL application runs the kernel's
- * ktime_get_real_ts64() directly (ukl_vdso_clock_gettime()). This program,
- * the application itself (root), puts a kprobe and then the function
- * tracer on that function, calls clock_gettime() and reads back what the
- * tracing saw. Both must count the calls and leave the application alone:
- * a probe's INT3 is the kernel's, never a SIGTRAP of the application.
+ * This program, the application itself (root), puts kprobes (at a
+ * function's first instruction, riding on its ftrace call, and further in,
+ * an INT3) and the function tracer on kernel functions while it makes
+ * calls:
+ *  - on a system call's body: every call is seen, none is harmed;
+ *  - on ktime_get_real_ts64(), which the application's clock_gettime()
+ *    once ran in application mode (ukl_vdso_clock_gettime() called it):
+ *    every clock read still answers, and no probe's INT3 or handler is
+ *    taken for the application's;
+ *  - on the application's own code and the vDSO stand-ins, which are
+ *    application code: kprobes and the function tracer must refuse them.
  *
  * Prints "trace_vdso: ok WHAT" or "trace_vdso: FAIL WHAT: why" per check.
  */
