@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.boot.test_ukl_boot import BOOT_TIMEOUT, CHECKS, _assert_checks_pass, _build, _run
-from tests.conftest import GUEST, PROGRAMS, ukl
+from tests.boot.test_ukl_boot import BOOT_TIMEOUT, CHECKS, _run
+from tests.conftest import GUEST, PROGRAMS, assert_suite_passed, build_image, ukl
 from ukl.bench import report
 
 pytestmark = pytest.mark.boot
@@ -20,7 +20,7 @@ BYPASS_CHECKS = ["toggle", "inherit", "signal-in-loop", "restart", "sched"]
 
 
 def test_bypass_keeps_signals_restart_and_scheduling(ukl_byp_kernel) -> None:
-    image = _build("t-byp", str(PROGRAMS / "bypass.c"), "--kernel", "ukl-byp")
+    image = build_image("t-byp", str(PROGRAMS / "bypass.c"), "--kernel", "ukl-byp")
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT)
     out = res.stdout + res.stderr
     assert "bypass: cpl=0" in out, out
@@ -30,15 +30,15 @@ def test_bypass_keeps_signals_restart_and_scheduling(ukl_byp_kernel) -> None:
 
 
 def test_whole_base_model_suite_with_bypass_on(ukl_byp_kernel) -> None:
-    image = _build("t-byp-suite", str(GUEST / "ukl_suite.c"), "--kernel", "ukl-byp")
+    image = build_image("t-byp-suite", str(GUEST / "ukl_suite.c"), "--kernel", "ukl-byp")
     rc, out = _run(image, "--bypass", *CHECKS, smp=2)
     assert "ukl_suite: cpl=0" in out and "ukl_suite: bypass on" in out, out
-    _assert_checks_pass(out, CHECKS)
+    assert_suite_passed(out, CHECKS)
     assert rc == 0, out
 
 
 def test_kernel_without_byp_refuses_bypass(ukl_kernel) -> None:
-    image = _build("t-byp-off", str(PROGRAMS / "bypass.c"))
+    image = build_image("t-byp-off", str(PROGRAMS / "bypass.c"))
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT)
     out = res.stdout + res.stderr
     assert "bypass: cpl=0" in out and "bypass: unsupported (errno 95)" in out, out

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.boot.test_ukl_boot import CHECKS, _assert_checks_pass, _build, _run
-from tests.conftest import GUEST, ukl
+from tests.boot.test_ukl_boot import CHECKS, _run
+from tests.conftest import GUEST, assert_suite_passed, build_image, ukl
 from ukl.bench import report
 
 pytestmark = pytest.mark.boot
@@ -16,10 +16,10 @@ pytestmark = pytest.mark.boot
 def test_whole_base_model_suite_with_ret(ukl_ret_kernel) -> None:
     # Page faults (stack growth, 256 MiB malloc), timer interrupts under 8
     # threads on 2 CPUs and signals all return to the app through ret.
-    image = _build("t-ret-suite", str(GUEST / "ukl_suite.c"), "--kernel", "ukl-ret")
+    image = build_image("t-ret-suite", str(GUEST / "ukl_suite.c"), "--kernel", "ukl-ret")
     rc, out = _run(image, *CHECKS, smp=2)
     assert "ukl_suite: cpl=0" in out, out
-    _assert_checks_pass(out, CHECKS)
+    assert_suite_passed(out, CHECKS)
     assert rc == 0, out
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from tests.apps.guest import booted, connect, read_until
-from tests.boot.test_ukl_boot import BOOT_TIMEOUT, _build
-from tests.conftest import PROGRAMS, fixture_name, ukl
+from tests.boot.test_ukl_boot import BOOT_TIMEOUT
+from tests.conftest import PROGRAMS, build_image, fixture_name, ukl
 from ukl.bench import report
 
 pytestmark = pytest.mark.boot
@@ -21,7 +21,7 @@ ECHO_PORT = 17007
 
 
 def test_shortcuts_pinned_buffers_and_run_to_completion(ukl_ret_byp_kernel) -> None:
-    image = _build("t-sc", SHORTCUTS, "--kernel", "ukl-ret-byp")
+    image = build_image("t-sc", SHORTCUTS, "--kernel", "ukl-ret-byp")
     # One CPU: run-to-completion is checked against a busy process on it.
     res = ukl("run", image, "--smp", "1", "--timeout", BOOT_TIMEOUT, "--", "checks")
     out = res.stdout + res.stderr
@@ -34,7 +34,7 @@ def test_shortcuts_pinned_buffers_and_run_to_completion(ukl_ret_byp_kernel) -> N
 @pytest.mark.parametrize("flavour", ["ukl", "stock"])
 def test_kernels_without_the_options_refuse_them(flavour: str, request) -> None:
     request.getfixturevalue(fixture_name(flavour))
-    image = _build(f"t-sc-{flavour}", SHORTCUTS, "--kernel", flavour)
+    image = build_image(f"t-sc-{flavour}", SHORTCUTS, "--kernel", flavour)
     res = ukl("run", image, "--timeout", BOOT_TIMEOUT, "--", "unsupported")
     out = res.stdout + res.stderr
     assert f"shortcuts: cpl={0 if flavour == 'ukl' else 3}" in out, out
@@ -42,7 +42,7 @@ def test_kernels_without_the_options_refuse_them(flavour: str, request) -> None:
 
 
 def test_tcp_echo_through_the_shortcut_from_the_host(ukl_ret_byp_kernel) -> None:
-    image = _build("t-sc-echo", SHORTCUTS, "--kernel", "ukl-ret-byp")
+    image = build_image("t-sc-echo", SHORTCUTS, "--kernel", "ukl-ret-byp")
     # A short one and one larger than the server's 16 kB pinned buffer.
     messages = [b"hello through tcp_recvmsg <end>", bytes(range(256)) * 400 + b"<end>"]
     with booted(image, ECHO_PORT, 7, "echo", "7") as runner:

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from tests.boot.test_ukl_boot import CHECKS, _assert_checks_pass, _build, _run
-from tests.conftest import GUEST
+from tests.boot.test_ukl_boot import CHECKS, _run
+from tests.conftest import GUEST, assert_suite_passed, build_image
 from ukl.matrix import suite_checks
 
 pytestmark = pytest.mark.boot
@@ -20,22 +20,22 @@ SUITE = str(GUEST / "ukl_suite.c")
 
 @pytest.fixture(scope="module")
 def suite_pfdf(ukl_pf_df_kernel) -> str:
-    return _build("t-pfdf-suite", SUITE, "--kernel", "ukl-pf-df")
+    return build_image("t-pfdf-suite", SUITE, "--kernel", "ukl-pf-df")
 
 
 @pytest.fixture(scope="module")
 def suite_nss_ps(ukl_nss_ps_kernel) -> str:
-    return _build("t-nss-ps-suite", SUITE, "--kernel", "ukl-nss-ps")
+    return build_image("t-nss-ps-suite", SUITE, "--kernel", "ukl-nss-ps")
 
 
 @pytest.fixture(scope="module")
 def suite_nss(ukl_nss_kernel) -> str:
-    return _build("t-nss-suite", SUITE, "--kernel", "ukl-nss")
+    return build_image("t-nss-suite", SUITE, "--kernel", "ukl-nss")
 
 
 @pytest.fixture(scope="module")
 def suite_base(ukl_kernel) -> str:
-    return _build("t-ukl-suite", SUITE)
+    return build_image("t-ukl-suite", SUITE)
 
 
 def test_pf_df_base_model_suite_and_reroutes(suite_pfdf: str) -> None:
@@ -44,7 +44,7 @@ def test_pf_df_base_model_suite_and_reroutes(suite_pfdf: str) -> None:
     # from #DF as the page fault it is, on 2 CPUs with 8 threads.
     rc, out = _run(suite_pfdf, *CHECKS, "pf-df", smp=2)
     assert "ukl_suite: cpl=0" in out, out
-    _assert_checks_pass(out, [*CHECKS, "pf-df"])
+    assert_suite_passed(out, [*CHECKS, "pf-df"])
     m = re.search(r"pf_df_reroutes (\d+) -> (\d+)", out)
     assert m and int(m.group(2)) > int(m.group(1)) > 0, out
     assert rc == 0, out
@@ -69,7 +69,7 @@ def test_nss_ps_suite_and_restrictions(suite_nss_ps: str) -> None:
     checks = suite_checks("ukl+nss_ps")
     rc, out = _run(suite_nss_ps, *checks, smp=2)
     assert "ukl_suite: cpl=0" in out, out
-    _assert_checks_pass(out, checks)
+    assert_suite_passed(out, checks)
     m = re.search(r"a 1 us sleep changed (\d+) bytes below the stack pointer", out)
     assert m and int(m.group(1)) > 0, out
     assert "2 of 3 threads created, then error 11" in out, out
@@ -80,6 +80,16 @@ def test_nss_ps_stack_overflow_kills_the_app_not_the_kernel(suite_nss_ps: str) -
     # 1 KiB frames until the fixed 256 KiB stack runs out: the guard page
     # turns it into SIGSEGV for the app (status 128 + 11 reaches init).
     rc, out = _run(suite_nss_ps, "--overflow")
+    assert "ukl-init: exit status 139" in out, out
+    assert "Kernel panic" not in out and "Oops" not in out, out
+
+
+def test_nss_ps_calls_near_the_bottom_leave_the_pinned_stack(suite_nss_ps: str) -> None:
+    # The same recursion making a poll() at every level: near the bottom of
+    # the pinned stack the calls must move to the task stack, so that only
+    # the app's own frames reach the guard page (kernel 0028; before it the
+    # kernel's frames did: an oops in entry code).
+    rc, out = _run(suite_nss_ps, "--overflow-calling")
     assert "ukl-init: exit status 139" in out, out
     assert "Kernel panic" not in out and "Oops" not in out, out
 
@@ -106,7 +116,7 @@ def test_nss_suite_and_restrictions(suite_nss: str) -> None:
     rc, out = _run(suite_nss, *checks, smp=2)
     assert "ukl-init: UKL_NSS: /UKL replaces init" in out, out
     assert "ukl_suite: cpl=0" in out, out
-    _assert_checks_pass(out, checks)
+    assert_suite_passed(out, checks)
     m = re.search(r"changed (\d+) bytes below the stack pointer, (\d+) in a thread, "
                   r"(-?\d+) on the signal stack \(fewest of up to 8 tries\); cr4.smap=0", out)
     assert m and int(m.group(1)) > 0 and int(m.group(2)) > 0 and m.group(3) == "0", out
