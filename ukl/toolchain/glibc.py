@@ -157,22 +157,27 @@ def _forget_objects_if_tree_changed(tree: Path, out: Path) -> bool:
     object rules do not depend on Makefiles, syscall lists or Versions
     files, so after any other change of the source tree than edits of
     existing C, header and assembly files every object is recompiled -
-    from ccache for all the files the change does not touch. Returns
+    from ccache for all the files the change does not touch. So it is after
+    a new configuration (other CFLAGS): no rule depends on it. Returns
     whether there were objects to forget (not so in a first build)."""
     head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse").strip()
+    configured = out / ".ukl-configure-digest"
+    state = f"{head} {configured.read_text() if configured.is_file() else ''}"
     built_from = out / ".ukl-tree-head"
     old = built_from.read_text() if built_from.is_file() else ""
-    if old == head:
+    if old == state:
         return False
-    if old and _only_sources_modified(tree, old, head):
-        stamp.record(built_from, head)
+    old_head, _, old_configured = old.partition(" ")
+    if old_configured == state.partition(" ")[2] and old_head and \
+            _only_sources_modified(tree, old_head, head):
+        stamp.record(built_from, state)
         return False
     forgotten = False
     for pattern in ("*.o", "*.a", "*.o.d"):
         for f in out.rglob(pattern):
             f.unlink()
             forgotten = True
-    stamp.record(built_from, head)
+    stamp.record(built_from, state)
     return forgotten
 
 
