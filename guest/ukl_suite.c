@@ -12,10 +12,12 @@
  *
  * ukl_suite --overflow recurses until its stack runs out: with UKL_NSS_PS it
  * must die of SIGSEGV on its fixed-size stack while the kernel goes on.
+ * --overflow-calling does the same making system calls at every level.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -1158,6 +1160,32 @@ static __attribute__((noinline)) unsigned long overflow(unsigned long depth)
 	return overflow(depth + 1) + frame[0];
 }
 
+/*
+ * The same with a system call at every level whose kernel frames are deep
+ * (poll() keeps its wait-queue table on the stack): with UKL_NSS_PS the
+ * calls run on the pinned stack below the caller's frames until too
+ * little of it is left, then on the task stack; only the application's own
+ * frames may reach the guard page.
+ */
+static __attribute__((noinline)) unsigned long overflow_calling(unsigned long depth)
+{
+	volatile unsigned char frame[1024];
+	struct pollfd pfd[4];
+	int fds[2];
+
+	frame[0] = (unsigned char)depth;
+	if (depth == ~0UL)		/* never: the stack runs out first */
+		return 0;
+	if (pipe(fds))
+		return 1;
+	for (int i = 0; i < 4; i++)
+		pfd[i] = (struct pollfd){ .fd = fds[i & 1], .events = POLLIN | POLLOUT };
+	poll(pfd, 4, 0);
+	close(fds[0]);
+	close(fds[1]);
+	return overflow_calling(depth + 1) + frame[0];
+}
+
 /* The target of an instruction breakpoint: its own, never inlined. */
 static __attribute__((noinline)) int breakpoint_target(int x)
 {
@@ -1291,6 +1319,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "--overflow"))
 		return (int)overflow(0);
+	if (argc == 2 && !strcmp(argv[1], "--overflow-calling"))
+		return (int)overflow_calling(0);
 	printf("ukl_suite: cpl=%u argc=%d argv0=%s env=%s\n", cpl(), argc,
 	       argv[0], env ? env : "(unset)");
 	if (argc > 1 && !strcmp(argv[1], "--bypass")) {

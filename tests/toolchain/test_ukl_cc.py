@@ -179,3 +179,27 @@ def test_autotools_project_configures_and_builds(tmp_path: Path) -> None:
     run = subprocess.run([str(exe)], capture_output=True, text=True)
     assert (run.returncode, run.stdout) == (0, "ukl-iberty\n")
     _check_ukl_object(_ukl_object(exe, tmp_path))
+
+
+def test_large_frames_are_probed_page_by_page(tmp_path: Path) -> None:
+    # A UKL_NSS_PS pinned stack has one guard page below it, in kernel
+    # memory: a frame larger than a page must touch every page on its way
+    # down (stack clash protection), or it could step over the guard.
+    src = tmp_path / "big.c"
+    src.write_text("void use(volatile char *p);\n"
+                   "void big(void) { volatile char frame[1 << 20]; frame[0] = 1; use(frame); }\n")
+    res = subprocess.run([UKL_CC, "-O2", "-S", "-o", "-", str(src)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"orq\s+\$0, \(%rsp\)", res.stdout), res.stdout
+
+
+@pytest.mark.parametrize("library", ["libc.a", "libstdc++.a", "libgcc.a"])
+def test_libraries_are_built_with_stack_clash_protection(library: str) -> None:
+    # What the application links is held to the same rule: the compiler
+    # records its options in each object's debug information.
+    path = next(p for p in (layout.libdir() / library, layout.ukl_libdir() / library)
+                if p.is_file())
+    data = path.read_bytes()
+    assert b"-mcmodel=kernel" in data, f"{path}: no recorded compile options"
+    assert b"-fstack-clash-protection" in data, path

@@ -16,8 +16,12 @@ from ukl.common import paths
 GCC_VERSION = "12"
 LIBDIR = "usr/lib/x86_64-linux-gnu"
 UKL_LIBDIR = "usr/lib/ukl"
-# Code generation for everything linked into the kernel.
-KERNEL_CFLAGS = ["-mcmodel=kernel", "-mno-red-zone", "-fno-pic", "-fno-pie"]
+# Code generation for everything linked into the kernel. Stack clash
+# protection probes every page of a large frame, so a frame cannot step
+# over the one guard page below a UKL_NSS_PS pinned stack (kernel memory)
+# into what lies below it.
+KERNEL_CFLAGS = ["-mcmodel=kernel", "-mno-red-zone", "-fno-pic", "-fno-pie",
+                 "-fstack-clash-protection"]
 
 
 def sysroot() -> Path:
