@@ -39,6 +39,7 @@ class Outcome:
     flavour: str
     seconds: int
     cpus: int
+    cpu_model: str
     result: str
     detail: str
     # The last progress line of each side ("app", "peer").
@@ -51,7 +52,7 @@ def _done(console: str, who: str) -> re.Match[str] | None:
                      re.M)
 
 
-def soak(kernel: Flavour, seconds: int, cpus: int) -> Outcome:
+def soak(kernel: Flavour, seconds: int, cpus: int, cpu_model: str = "max") -> Outcome:
     # The length in the name: the CI soak and a long run can share a machine.
     name = f"soak-{kernel.dir_name}-{seconds}s"
     try:
@@ -60,10 +61,10 @@ def soak(kernel: Flavour, seconds: int, cpus: int) -> Outcome:
                              helpers=[f"{PEER_PATH} {seconds} peer"])
         img = pipeline.build_image(name, kernel, [SOAK], spec)
     except UklError as e:
-        return Outcome(kernel.name, seconds, cpus, "no build", e.message.splitlines()[0],
-                       {}, None)
+        return Outcome(kernel.name, seconds, cpus, cpu_model, "no build",
+                       e.message.splitlines()[0], {}, None)
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=cpus, mem="1G",
-                           program_args=[str(seconds), "app"])
+                           cpu=cpu_model, program_args=[str(seconds), "app"])
     ran = run.run(opts, log_name=name, timeout=seconds * (1 + SLACK) + BOOT_MARGIN_S, echo=False)
     console = ran.log.read_text(errors="replace")
     sides = ["app"] if NO_HELPERS_LINE in console else ["app", "peer"]
@@ -80,15 +81,16 @@ def soak(kernel: Flavour, seconds: int, cpus: int) -> Outcome:
         problems.append(f"exit status {ran.exit_code}"
                         + (f" ({ran.problem})" if ran.problem else ""))
     result = "fail" if problems else "pass"
-    return Outcome(kernel.name, seconds, cpus, result,
+    return Outcome(kernel.name, seconds, cpus, cpu_model, result,
                    "; ".join(problems) or "every activity advanced in every window",
                    progress, ran.log)
 
 
 def run_soak(kernel: Flavour, seconds: int, cpus: int, name: str | None,
-             command: str) -> Outcome:
-    print(f"ukl: soak: {kernel.name}, {seconds} s on {cpus} CPU(s)", file=sys.stderr)
-    o = soak(kernel, seconds, cpus)
+             command: str, cpu_model: str = "max") -> Outcome:
+    print(f"ukl: soak: {kernel.name}, {seconds} s on {cpus} CPU(s) ({cpu_model})",
+          file=sys.stderr)
+    o = soak(kernel, seconds, cpus, cpu_model)
     print(f"   [soak] {kernel.name}: {o.result}: {o.detail}", file=sys.stderr)
     if o.log:
         print(f"   [soak] console log: {o.log}", file=sys.stderr)
@@ -98,9 +100,11 @@ def run_soak(kernel: Flavour, seconds: int, cpus: int, name: str | None,
                  "process (QEMU TCG, 1 GiB): mmap churn, pipes, vfork+exec, clock reads, "
                  "pthread_kill, bypass and run-to-completion switches, a 1 ms timer, "
                  "stack growth. Each counter must advance in every 10 s window.", "",
-                 f"- flavour: `{o.flavour}`, {o.seconds} s on {o.cpus} CPUs",
+                 f"- flavour: `{o.flavour}`, {o.seconds} s on {o.cpus} CPUs, "
+                 f"QEMU CPU model `{o.cpu_model}`",
                  f"- result: **{o.result}**: {o.detail}", ""]
         lines += [f"- last progress, {who}: `{line}`" for who, line in o.progress.items()]
         out.markdown("soak.md", "\n".join(lines))
-        out.meta("meta.json", [kernel], qemu_mode=f"TCG, {cpus} CPUs, 1 GiB")
+        out.meta("meta.json", [kernel],
+                 qemu_mode=f"TCG, -cpu {cpu_model}, {cpus} CPUs, 1 GiB")
     return o

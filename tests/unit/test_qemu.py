@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ukl
 from ukl.common.errors import UklError
 from ukl.qemu import command as qemu
 from ukl.qemu.run import decode_status
@@ -123,3 +124,27 @@ def test_decode_status_of_a_program_that_replaced_init() -> None:
     assert decode_status(0, replaced) is None  # no panic: it never ended
     # Without the marker, an init panic is not the program's status.
     assert decode_status(0, panic % (3 << 8)) is None
+
+
+def test_cpu_model_must_be_one_qemu_has() -> None:
+    from ukl.qemu import models
+    known = frozenset({"max", "EPYC", "Skylake-Client"})
+    assert models.check_known("EPYC,+md-clear", known) == "EPYC,+md-clear"
+    with pytest.raises(UklError, match="no CPU model 'Nosuch'"):
+        models.check_known("Nosuch,+x", known)
+    with pytest.raises(UklError, match="--cpu"):
+        models.check_known("max -enable-kvm", known)
+
+
+def test_qemu_lists_the_models_the_tests_use() -> None:
+    from ukl.qemu import models
+    known = models.known_models()
+    assert known is not None and {"max", "EPYC", "Skylake-Client"} <= known
+
+
+def test_unknown_cpu_model_is_one_error_line() -> None:
+    res = ukl("run", "no-such-image-either", "--cpu", "nosuch")
+    assert res.returncode != 0
+    assert res.stderr.strip().count("\n") == 0, res.stderr
+    assert res.stderr.startswith("ukl: error: --cpu nosuch: this QEMU has no CPU model"), \
+        res.stderr

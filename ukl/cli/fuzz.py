@@ -12,7 +12,7 @@ from ukl import fuzz
 from ukl.cli.args import Invocation
 from ukl.common.errors import UsageError
 from ukl.kbuild import flavour
-from ukl.qemu import command as qemu
+from ukl.qemu import models
 
 SUMMARY = "the system call fuzzer as each flavour's application -> results/NAME/fuzz.*"
 MAX_THREADS = 8
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
         raise UsageError("--kernels names no flavour (`ukl kernel list` shows them)")
     kernels = flavour.get_all(names)
     seed = args.seed if args.seed is not None else random.randrange(1, 2**31)
-    qemu.check_cpu(args.cpu)
+    models.check_known(args.cpu)
     outcomes = fuzz.run_fuzz(kernels, seed, args.seconds, args.cpus, args.threads,
                              args.log_calls, args.name, inv.command_line, args.cpu)
     failed = [o for o in outcomes if o.result != "pass"]

@@ -7,6 +7,7 @@ import sys
 
 from ukl import matrix
 from ukl.cli.args import Invocation
+from ukl.qemu import models
 
 SUMMARY = ("every combination of the UKL options: build, boot the base-model suite "
            "-> results/NAME/matrix.*")
@@ -26,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
+    models.check_known(args.cpu)
     out = matrix.run_matrix(args.name, [c for c in args.only.split(",") if c], args.resume,
                             inv.command_line, base=args.base, cpu=args.cpu)
     print(f"ukl: results in {out} (matrix.md, matrix.csv, meta.json)", file=sys.stderr)

@@ -8,6 +8,7 @@ from ukl.cli.args import Invocation
 from ukl.common.errors import UsageError
 from ukl.image import image
 from ukl.qemu import command as qemu
+from ukl.qemu import models
 from ukl.qemu import run as boot
 
 SUMMARY = "boot an image under QEMU (arguments after -- go to the program)"
@@ -40,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
+    models.check_known(args.cpu)
     img = image.find(args.image)
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=args.smp,
                            mem=args.mem, cpu=args.cpu, icount=args.icount, gdb=args.gdb,
