@@ -9,9 +9,13 @@ get wrong shows up as a warning here.
 """
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Callable
+
 import pytest
 
-from tests.conftest import GUEST, PROGRAMS, assert_suite_passed, build_image, ukl
+from tests.conftest import (GUEST, PROGRAMS, assert_suite_passed, build_image, fixture_name,
+                            ukl)
 from ukl.matrix import BASE_CHECKS
 from ukl.qemu.command import CPU_MODELS
 
@@ -35,6 +39,24 @@ MITIGATIONS = {
         "retbleed": "Mitigation: untrained return thunk",
     },
 }
+
+
+def _image_fixture(fixture: str, source: Path, kernel: str) -> Callable[..., str]:
+    """A module fixture named `fixture`: `source` built as an image on the
+    flavour `kernel` (its kernel built first, by its session fixture)."""
+    def build(request: pytest.FixtureRequest) -> str:
+        request.getfixturevalue(fixture_name(kernel))
+        return build_image(f"t-{fixture.replace('_', '-')}", str(source), "--kernel", kernel)
+    return pytest.fixture(scope="module", name=fixture)(build)
+
+
+suite_ukl_distro = _image_fixture("suite_ukl_distro", GUEST / "ukl_suite.c", "ukl-distro")
+suite_ukl_ret_distro = _image_fixture("suite_ukl_ret_distro", GUEST / "ukl_suite.c",
+                                      "ukl-ret-distro")
+suite_stock_distro = _image_fixture("suite_stock_distro", GUEST / "ukl_suite.c", "stock-distro")
+trace_ukl_distro = _image_fixture("trace_ukl_distro", PROGRAMS / "trace_vdso.c", "ukl-distro")
+trace_stock_distro = _image_fixture("trace_stock_distro", PROGRAMS / "trace_vdso.c",
+                                    "stock-distro")
 
 
 def _run(image: str, vendor: str, *args: str, smp: int = 1) -> tuple[int, str]:
@@ -62,23 +84,6 @@ def test_mitigations_are_on(request: pytest.FixtureRequest, kernel: str, vendor:
     vulns = _vulns(out)
     for name, wanted in MITIGATIONS[vendor].items():
         assert wanted in vulns.get(name, "(missing)"), f"{name}: {vulns.get(name)}\n{out}"
-
-
-@pytest.fixture(scope="module")
-def suite_ukl_distro(ukl_distro_kernel) -> str:
-    return build_image("t-ukl-distro-suite", str(GUEST / "ukl_suite.c"), "--kernel", "ukl-distro")
-
-
-@pytest.fixture(scope="module")
-def suite_ukl_ret_distro(ukl_ret_distro_kernel) -> str:
-    return build_image("t-ukl-ret-distro-suite", str(GUEST / "ukl_suite.c"),
-                       "--kernel", "ukl-ret-distro")
-
-
-@pytest.fixture(scope="module")
-def suite_stock_distro(stock_distro_kernel) -> str:
-    return build_image("t-stock-distro-suite", str(GUEST / "ukl_suite.c"),
-                       "--kernel", "stock-distro")
 
 
 @pytest.mark.parametrize("smp", [1, 2])
@@ -125,18 +130,6 @@ def test_instruction_breakpoint_counts_and_moves_on(request: pytest.FixtureReque
     code, out = _run(request.getfixturevalue(image), "amd", "hw-breakpoint")
     assert code == 0, out
     assert_suite_passed(out, ["hw-breakpoint"])
-
-
-@pytest.fixture(scope="module")
-def trace_ukl_distro(ukl_distro_kernel) -> str:
-    return build_image("t-trace-ukl-distro", str(PROGRAMS / "trace_vdso.c"),
-                       "--kernel", "ukl-distro")
-
-
-@pytest.fixture(scope="module")
-def trace_stock_distro(stock_distro_kernel) -> str:
-    return build_image("t-trace-stock-distro", str(PROGRAMS / "trace_vdso.c"),
-                       "--kernel", "stock-distro")
 
 
 # kprobes (ftrace-based and INT3) and the function tracer beside an

@@ -12,6 +12,10 @@ def _git(tree: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(tree), *args], check=True, capture_output=True)
 
 
+def _commit(tree: Path, message: str) -> None:
+    _git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", message)
+
+
 def _setup(tmp_path: Path) -> tuple[Path, Path]:
     tree, out = tmp_path / "tree", tmp_path / "out"
     tree.mkdir()
@@ -19,12 +23,14 @@ def _setup(tmp_path: Path) -> tuple[Path, Path]:
     _git(tree, "init", "-q")
     (tree / "a.c").write_text("int a;\n")
     _git(tree, "add", "a.c")
-    _git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    _commit(tree, "one")
     (out / ".ukl-configure-digest").write_text("cflags-1")
     return tree, out
 
 
-def _object(out: Path) -> Path:
+def _built(tree: Path, out: Path) -> Path:
+    """A first build's record, and one object in it."""
+    glibc._forget_objects_if_tree_changed(tree, out)
     obj = out / "csu" / "a.o"
     obj.parent.mkdir(exist_ok=True)
     obj.write_bytes(b"\x7fELF")
@@ -33,18 +39,16 @@ def _object(out: Path) -> Path:
 
 def test_same_tree_and_configuration_keep_the_objects(tmp_path: Path) -> None:
     tree, out = _setup(tmp_path)
-    glibc._forget_objects_if_tree_changed(tree, out)
-    obj = _object(out)
+    obj = _built(tree, out)
     assert not glibc._forget_objects_if_tree_changed(tree, out)
     assert obj.exists()
 
 
 def test_edited_sources_keep_the_objects(tmp_path: Path) -> None:
     tree, out = _setup(tmp_path)
-    glibc._forget_objects_if_tree_changed(tree, out)
-    obj = _object(out)
+    obj = _built(tree, out)
     (tree / "a.c").write_text("int a = 1;\n")
-    _git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two")
+    _commit(tree, "two")
     assert not glibc._forget_objects_if_tree_changed(tree, out)
     assert obj.exists()
 
@@ -53,8 +57,7 @@ def test_new_configuration_forgets_the_objects(tmp_path: Path) -> None:
     # Other CFLAGS (a new configure digest) with the same tree: every object
     # must be compiled again, or the libraries keep the old flags.
     tree, out = _setup(tmp_path)
-    glibc._forget_objects_if_tree_changed(tree, out)
-    obj = _object(out)
+    obj = _built(tree, out)
     (out / ".ukl-configure-digest").write_text("cflags-2")
     assert glibc._forget_objects_if_tree_changed(tree, out)
     assert not obj.exists()
