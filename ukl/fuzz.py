@@ -38,6 +38,7 @@ FIELDS = ("flavour", "cpu_model", "seed", "seconds", "cpus", "threads", "calls",
 _DONE = re.compile(r"^fuzz: done calls (\d+) distinct (\d+) ok (\d+) stalled (\d+) "
                    r"peer-alive (\w+)", re.M)
 _FINDING = re.compile(r"^fuzz: signal .*$", re.M)
+_PROGRESS = re.compile(r"^fuzz: progress (\d+)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,17 @@ class Outcome:
     log: Path | None
 
 
+def counts(console: str) -> tuple[int, int, int, int]:
+    """(calls, distinct, ok, stalled) from the fuzzer's end-of-run line; a
+    run that ended early has none, and then its calls are the last progress
+    count (the other figures are only counted at the end)."""
+    done = _DONE.search(console)
+    if done:
+        return int(done.group(1)), int(done.group(2)), int(done.group(3)), int(done.group(4))
+    progress = _PROGRESS.findall(console)
+    return (int(progress[-1]) if progress else 0), 0, 0, 0
+
+
 def program_args(seed: int, seconds: int, threads: int, log_calls: bool) -> list[str]:
     return [str(seed), str(seconds), str(threads), *(["--log-calls"] if log_calls else [])]
 
@@ -68,8 +80,8 @@ def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
     spec = InitramfsSpec(helpers=[PEER])
 
     def outcome(result: str, detail: str, log: Path | None = None,
-                counts: tuple[int, ...] = (0, 0, 0, 0)) -> Outcome:
-        calls, distinct, ok, stalled = counts
+                figures: tuple[int, ...] = (0, 0, 0, 0)) -> Outcome:
+        calls, distinct, ok, stalled = figures
         return Outcome(kernel.name, cpu_model, seed, seconds, cpus, threads, calls, distinct,
                        ok, stalled, result, detail, log)
 
@@ -83,7 +95,6 @@ def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
     ran = run.run(opts, log_name=name, timeout=seconds + BOOT_MARGIN_S, echo=False)
     console = ran.log.read_text(errors="replace")
     done = _DONE.search(console)
-    counts = tuple(int(done.group(i)) for i in (1, 2, 3, 4)) if done else (0, 0, 0, 0)
     problems = [m.group(0) for m in _FINDING.finditer(console)]
     problems += [f"kernel: {c}" for c in ran.complaints]
     if done is None:
@@ -94,10 +105,10 @@ def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
     elif ran.exit_code != 0:
         problems.append(f"exit status {ran.exit_code}")
     if problems:
-        return outcome("fail", "; ".join(problems), ran.log, counts)
+        return outcome("fail", "; ".join(problems), ran.log, counts(console))
     # A worker blocked for good in a call (a signal mask it was given, a
     # wait nothing ends) is not a finding: another took its place.
-    return outcome("pass", "no finding", ran.log, counts)
+    return outcome("pass", "no finding", ran.log, counts(console))
 
 
 def replay_hint(o: Outcome) -> str:
