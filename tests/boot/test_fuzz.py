@@ -1,6 +1,7 @@
 """`ukl fuzz` (guest/fuzz.c): the system call fuzzer as the application,
 judged from outside. The 10-minute runs per flavour are `ukl fuzz
---kernels all --seconds 600 --name fuzz` (results/fuzz/); here a short
+--kernels ... --seconds 600 --name fuzz-10min` (results/fuzz-10min*/, and
+what they found in results/hardening/); here a short
 run on the base model (1 and 2 CPUs), on stock, and on the
 distribution-like UKL kernel under the AMD model (SRSO Safe-RET on)."""
 from __future__ import annotations
