@@ -32,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -925,6 +926,48 @@ static const char *check_nss_ps_limit(void)
 	return why;
 }
 
+static void *return_at_once(void *arg)
+{
+	return arg;
+}
+
+/*
+ * A thread creation that fails after the kernel copied the creating task
+ * (RLIMIT_NPROC, which binds only without root) must leave the creator's
+ * pinned stack alone: the failed child's cleanup once freed it, and the
+ * creator ran on freed memory (seen by the fuzzer as an oops in the timer
+ * interrupt). Drops root for good: run it alone, last.
+ */
+static const char *check_nss_ps_clone_fail(void)
+{
+	struct rlimit one = { 1, 1 };
+	long kb = read_long(PS_STACK), used = read_long(PS_USED);
+	struct timespec ms = { 0, 1000000 };
+	pthread_t t;
+
+	if (kb <= 0 || used < kb)
+		return "no " PS_STACK " or " PS_USED;
+	if (setrlimit(RLIMIT_NPROC, &one) || setgid(65534) || setuid(65534))
+		return "could not become nobody with RLIMIT_NPROC 1";
+	for (int i = 0; i < 20; i++) {
+		int err = pthread_create(&t, NULL, return_at_once, NULL);
+
+		if (!err) {
+			pthread_join(t, NULL);
+			return "a thread was created beyond RLIMIT_NPROC";
+		}
+		if (err != EAGAIN)
+			return "the refused thread failed with another error than EAGAIN";
+		/* A timer on this stack, as the fuzzer's sleeping worker had. */
+		nanosleep(&ms, NULL);
+	}
+	printf("ukl_suite: ps_used_kb %ld before, %ld after 20 refused threads\n", used,
+	       read_long(PS_USED));
+	if (read_long(PS_USED) != used)
+		return "refused threads changed ps_used_kb (a pinned stack was freed)";
+	return NULL;
+}
+
 static void *bytes_changed_in_thread(void *arg)
 {
 	(void)arg;
@@ -1282,6 +1325,7 @@ static const struct check checks[] = {
 	{ "nss-ps-stack", check_nss_ps_stack, 1 },
 	{ "nss-ps-fork", check_nss_ps_fork, 1 },
 	{ "nss-ps-limit", check_nss_ps_limit, 1 },
+	{ "nss-ps-clone-fail", check_nss_ps_clone_fail, 1 },
 	{ "nss-stack", check_nss_stack, 1 },
 	{ "nss-mirror", check_nss_mirror, 1 },
 	{ "nss-alone", check_nss_alone, 1 },

@@ -94,6 +94,15 @@ def test_nss_ps_calls_near_the_bottom_leave_the_pinned_stack(suite_nss_ps: str) 
     assert "Kernel panic" not in out and "Oops" not in out, out
 
 
+def test_nss_ps_failed_thread_creation_keeps_the_creators_stack(suite_nss_ps: str) -> None:
+    # 20 thread creations refused by RLIMIT_NPROC (as nobody) on 2 CPUs:
+    # the creator's pinned stack must stay its own (kernel 0029; before it
+    # each failed clone freed it: an oops on the stack, found by the fuzzer).
+    rc, out = _run(suite_nss_ps, "nss-ps-clone-fail", smp=2)
+    assert_suite_passed(out, ["nss-ps-clone-fail"])
+    assert rc == 0, out
+
+
 def test_base_model_switches_stacks_for_system_calls(suite_base: str) -> None:
     # The nss-ps-stack check can fail: the base model's stacks are in the
     # user half and no kernel frame lands below the stack pointer.
