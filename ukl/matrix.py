@@ -41,8 +41,8 @@ from ukl.results import ResultsWriter, results_dir
 
 # The base-model checks of guest/ukl_suite.c.
 BASE_CHECKS = ("files", "pipe", "ids", "time", "clocks", "mmap", "malloc", "stack",
-               "threads", "signals", "fork", "efault", "smap", "spawn", "flags",
-               "single-step", "bss-stack")
+               "threads", "signals", "fork", "fork-data", "fork-threads", "fork-cycles",
+               "efault", "smap", "spawn", "flags", "single-step", "bss-stack")
 SUITE = paths.REPO_ROOT / "guest" / "ukl_suite.c"
 # The kernel output directory (build/kernel/NAME) composed flavours share.
 SHARED_BUILD = "matrix"

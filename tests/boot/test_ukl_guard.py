@@ -14,7 +14,9 @@ BOOT_TIMEOUT = "300"
 # Every probe the attacker makes (tests/programs/attacker.c), per identity.
 PROBES = ["ptrace-attach", "ptrace-seize", "proc-mem-read", "proc-mem-write", "vm-readv",
           "vm-writev", "load-static", "syscall-static", "start", "start-traced"]
-IDENTITIES = ["root", "root-without-rawio", "uid1000"]
+# child-*: the same probes on a forked child of the application, which has
+# its own copy of the application's static data.
+IDENTITIES = ["root", "root-without-rawio", "uid1000", "child-root", "child-uid1000"]
 # What the kernel must answer, where the answer tells its check from
 # another refusal (the trigger file's mode, the instance already running).
 EXPECTED = {
@@ -23,6 +25,9 @@ EXPECTED = {
     ("root-without-rawio", "start"): "Operation not permitted",
     ("root", "ptrace-attach"): "Operation not permitted",
     ("root", "proc-mem-write"): "Permission denied",
+    ("child-root", "start"): "Device or resource busy",
+    ("child-root", "ptrace-attach"): "Operation not permitted",
+    ("child-root", "proc-mem-write"): "Permission denied",
 }
 
 
@@ -62,9 +67,9 @@ def test_nobody_else_starts_or_reaches_the_application(request: pytest.FixtureRe
             assert want is None or want in line.group(1), (line.group(0), want)
     assert "attacker: done, 0 allowed" in out, out
     assert "STARTED by" not in out, out
-    for check in ("a second start is refused with EBUSY", "PTRACE_TRACEME is refused",
+    for check in ("a second start is refused with EBUSY", "PTRACE_TRACEME is refused", "fork",
                   "the attacker finished", "the static secret is intact",
-                  "the heap secret is intact"):
+                  "the heap secret is intact", "the forked child's static secret is intact"):
         assert f"guarded_app: ok {check}" in out, out
     # The instance restarted itself by exec of the trigger, still at CPL0.
     assert "guarded_app: restarted cpl=0" in out, out

@@ -10,6 +10,9 @@
  * data (kernel memory) and a system call given that address; starting the
  * application (plain, under PTRACE_TRACEME, and, where user namespaces
  * exist, from a chroot of the attacker's own in a new user namespace).
+ * The same probes, as root and as uid 1000 (WHO child-root, child-uid1000),
+ * then target a forked child of the application, which has its own copy of
+ * the static data.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -234,7 +237,7 @@ static void attack_as(const char *name)
 			printf("attacker: cannot drop CAP_SYS_RAWIO\n");
 			_exit(100);
 		}
-		if (!strcmp(name, "uid1000") && (setgid(1000) || setuid(1000))) {
+		if (strstr(name, "uid1000") && (setgid(1000) || setuid(1000))) {
 			printf("attacker: cannot become uid 1000\n");
 			_exit(100);
 		}
@@ -245,7 +248,7 @@ static void attack_as(const char *name)
 		probe_kernel_memory();
 		probe_start("start", NULL);
 		probe_start("start-traced", traceme);
-		if (!strcmp(name, "uid1000"))
+		if (strstr(name, "uid1000"))
 			probe_start("start-userns-chroot", userns_chroot);
 		fflush(stdout);
 		_exit(allowed);
@@ -259,11 +262,13 @@ static void attack_as(const char *name)
 int main(void)
 {
 	FILE *info;
+	pid_t child;
 
 	for (int i = 0; i < 2400 && access("/tmp/guarded.info", F_OK); i++)
 		usleep(100000);
 	info = fopen("/tmp/guarded.info", "r");
-	if (!info || fscanf(info, "%d %lx %lx", &app, &static_addr, &heap_addr) != 3) {
+	if (!info || fscanf(info, "%d %lx %lx %d", &app, &static_addr, &heap_addr,
+			    &child) != 4) {
 		printf("attacker: no /tmp/guarded.info\n");
 		return 1;
 	}
@@ -272,6 +277,11 @@ int main(void)
 	attack_as("root");
 	attack_as("root-without-rawio");
 	attack_as("uid1000");
+	/* The application's forked child, with its own copy of the static data. */
+	printf("attacker: the application's child, pid %d\n", child);
+	app = child;
+	attack_as("child-root");
+	attack_as("child-uid1000");
 	printf("attacker: done, %d allowed\n", allowed);
 	fflush(stdout);
 	close(open("/tmp/attack.done", O_CREAT | O_WRONLY, 0644));

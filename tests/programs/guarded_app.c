@@ -1,8 +1,10 @@
 /*
  * Boot-test program, the UKL application under attack (see attacker.c, an
- * ordinary process beside it). It publishes its pid and the addresses of
- * two secrets (one in its static data, in the kernel image; one on its
- * heap, in the user half) in /tmp/guarded.info, tries what it may not do
+ * ordinary process beside it). It forks a child that keeps its own copy of
+ * the static secret, with another value, then publishes both pids and the
+ * addresses of two secrets (one in its static data, in the kernel image;
+ * one on its heap, in the user half) in /tmp/guarded.info, tries what it
+ * may not do
  * itself (a second start, PTRACE_TRACEME), waits for the attacker to
  * finish, checks that both secrets are intact, and restarts itself by exec
  * of the trigger file. Prints "guarded_app: ok WHAT" or "FAIL WHAT"; the
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #define SECRET 0x5ec7e75ec7e7L
+#define CHILD_SECRET 0xc41d5ec7e7L
 #define TRIGGER "/UKL"
 
 static volatile long static_secret = SECRET;
@@ -70,11 +73,30 @@ static int wait_for(const char *path, int seconds)
 	return 0;
 }
 
+/*
+ * A forked child, a second target: its copy of the static secret holds
+ * CHILD_SECRET until the attacker is done. Exits 0 if it still does.
+ */
+static pid_t guarded_child(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		static_secret = CHILD_SECRET;
+		if (!wait_for("/tmp/attack.done", 240))
+			_exit(2);
+		_exit(static_secret == CHILD_SECRET ? 0 : 1);
+	}
+	return pid;
+}
+
 int main(int argc, char **argv)
 {
 	volatile long *heap_secret = malloc(64);
 	char *restart[] = { TRIGGER, "restarted", NULL };
 	FILE *info;
+	pid_t child;
+	int status;
 
 	if (argc > 1 && !strncmp(argv[1], "probe-", 6)) {
 		printf("guarded_app: STARTED by %s uid=%d cpl=%d\n", argv[1], getuid(), cpl());
@@ -92,16 +114,22 @@ int main(int argc, char **argv)
 	check("PTRACE_TRACEME is refused",
 	      ptrace(PTRACE_TRACEME, 0, NULL, NULL) == -1 && errno == EPERM);
 
+	child = guarded_child();
+	check("fork", child > 0);
 	info = fopen("/tmp/guarded.info.new", "w");
 	if (!info)
 		return 1;
-	fprintf(info, "%d %p %p\n", getpid(), (void *)&static_secret, (void *)heap_secret);
+	fprintf(info, "%d %p %p %d\n", getpid(), (void *)&static_secret, (void *)heap_secret,
+		child);
 	fclose(info);
 	rename("/tmp/guarded.info.new", "/tmp/guarded.info");
 
 	check("the attacker finished", wait_for("/tmp/attack.done", 240));
 	check("the static secret is intact", static_secret == SECRET);
 	check("the heap secret is intact", *heap_secret == SECRET);
+	check("the forked child's static secret is intact",
+	      child > 0 && waitpid(child, &status, 0) == child &&
+	      WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	if (failures)
 		return failures;
 	/* Alone in its address space, the instance may replace itself. */

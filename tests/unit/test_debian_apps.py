@@ -45,7 +45,7 @@ def test_redis_recipe() -> None:
     rec = recipe.load("redis")
     assert rec.program == "src/redis-server"
     assert "MALLOC=libc" in rec.make_args
-    assert rec.tools == ["src/redis-benchmark", "src/redis-cli"]
+    assert rec.tools == ["src/redis-benchmark", "src/redis-cli", "src/redis-check-rdb"]
     assert rec.args[:2] == ["--protected-mode", "no"] and '""' not in rec.args
     assert [p.name for p in rec.patches] == ["ukl-shortcuts.patch"]
     assert all(p.is_file() for p in rec.patches)
