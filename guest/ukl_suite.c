@@ -514,15 +514,15 @@ static void *fork_spinner(void *arg)
 	return arg;
 }
 
-/* The Threads: line of /proc/self/status, or -1. */
-static int threads_now(void)
+/* The number in the first line of @path that @format ("Name: %ld") reads, or -1. */
+static long proc_number(const char *path, const char *format)
 {
 	char line[128];
-	FILE *f = fopen("/proc/self/status", "r");
-	int n = -1;
+	FILE *f = fopen(path, "r");
+	long n = -1;
 
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %d", &n) == 1)
+		if (sscanf(line, format, &n) == 1)
 			break;
 	if (f)
 		fclose(f);
@@ -536,7 +536,7 @@ static int fork_threads_child(void)
 	struct timespec pause = { 0, 20 * 1000 * 1000 };
 	char *p;
 
-	if (threads_now() != 1)
+	if (proc_number("/proc/self/status", "Threads: %ld") != 1)
 		return 1;
 	nanosleep(&pause, NULL);
 	if (fork_spins != before)
@@ -604,21 +604,6 @@ static const char *check_fork_threads(void)
 	return NULL;
 }
 
-/* MemFree of /proc/meminfo in KiB, or -1. */
-static long mem_free_kib(void)
-{
-	char line[128];
-	FILE *f = fopen("/proc/meminfo", "r");
-	long kib = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemFree: %ld kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kib;
-}
-
 static int fork_exit_cycles(int n)
 {
 	int status;
@@ -645,10 +630,10 @@ static const char *check_fork_cycles(void)
 
 	if (fork_exit_cycles(100))
 		return "fork+exit (warm-up)";
-	before = mem_free_kib();
+	before = proc_number("/proc/meminfo", "MemFree: %ld kB");
 	if (fork_exit_cycles(1000))
 		return "fork+exit";
-	after = mem_free_kib();
+	after = proc_number("/proc/meminfo", "MemFree: %ld kB");
 	printf("ukl_suite: fork-cycles: MemFree %ld kB before, %ld kB after 1000 cycles\n",
 	       before, after);
 	if (before < 0 || after < 0)

@@ -72,6 +72,18 @@ def register_kernel_fixtures(namespace: dict[str, object], names: list[str]) -> 
 register_kernel_fixtures(globals(), flavour_names())
 
 
+@pytest.fixture(scope="session")
+def suite_ukl(ukl_kernel: Path) -> str:
+    """guest/ukl_suite.c linked into the UKL base-model kernel."""
+    return build_image("t-ukl-suite", str(GUEST / "ukl_suite.c"))
+
+
+@pytest.fixture(scope="session")
+def suite_stock(stock_kernel: Path) -> str:
+    """guest/ukl_suite.c as an ordinary process on the stock kernel."""
+    return build_image("t-stock-suite", str(GUEST / "ukl_suite.c"), "--kernel", "stock")
+
+
 @pytest.fixture(autouse=True)
 def kernel_log_is_clean(request: pytest.FixtureRequest) -> object:
     """Fail any test during which a boot's console (build/logs/run-*.log)

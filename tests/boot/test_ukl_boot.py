@@ -10,23 +10,13 @@ import re
 
 import pytest
 
-from tests.conftest import (GUEST, PROGRAMS, assert_suite_passed, build_image, fixture_name,
+from tests.conftest import (PROGRAMS, assert_suite_passed, build_image, fixture_name,
                             gdb_break_session, stop_run, ukl)
 from ukl.matrix import BASE_CHECKS
 
 pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "300"
 CHECKS = list(BASE_CHECKS)
-
-
-@pytest.fixture(scope="module")
-def suite_ukl(ukl_kernel) -> str:
-    return build_image("t-ukl-suite", str(GUEST / "ukl_suite.c"))
-
-
-@pytest.fixture(scope="module")
-def suite_stock(stock_kernel) -> str:
-    return build_image("t-stock-suite", str(GUEST / "ukl_suite.c"), "--kernel", "stock")
 
 
 def _run(image: str, *args: str, smp: int = 1) -> tuple[int, str]:

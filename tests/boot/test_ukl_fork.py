@@ -12,28 +12,18 @@ import re
 
 import pytest
 
-from tests.conftest import GUEST, assert_suite_passed, build_image, ukl
+from tests.conftest import assert_suite_passed, ukl
 
 pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "300"
 CHECKS = ["fork", "fork-data", "fork-threads", "fork-cycles"]
 
 
-@pytest.fixture(scope="module")
-def fork_suite_ukl(ukl_kernel) -> str:
-    return build_image("t-fork-suite-ukl", str(GUEST / "ukl_suite.c"))
-
-
-@pytest.fixture(scope="module")
-def fork_suite_stock(stock_kernel) -> str:
-    return build_image("t-fork-suite-stock", str(GUEST / "ukl_suite.c"), "--kernel", "stock")
-
-
 @pytest.mark.parametrize("smp", [1, 2])
 @pytest.mark.parametrize("kernel", ["ukl", "stock"])
 def test_each_process_has_its_own_static_data(request: pytest.FixtureRequest, kernel: str,
                                               smp: int) -> None:
-    image = request.getfixturevalue(f"fork_suite_{kernel}")
+    image = request.getfixturevalue(f"suite_{kernel}")
     res = ukl("run", image, "--smp", str(smp), "--mem", "1G", "--timeout", BOOT_TIMEOUT,
               "--", *CHECKS)
     out = res.stdout + res.stderr
