@@ -137,14 +137,17 @@ def test_instruction_breakpoint_counts_and_moves_on(request: pytest.FixtureReque
 # the vDSO stand-ins the application calls are its code, which no probe
 # reaches (kernel 0027; before it, a probe on ktime_get_real_ts64() made
 # the application's return schedule in atomic context, or killed it with
-# SIGTRAP).
+# SIGTRAP). First, an INT3 probe set after the application forked is hit in
+# the child: its instruction slot is module memory allocated after the
+# child's copy of the kernel image's page tables was made (kernel 0030).
 @pytest.mark.parametrize("image,smp", [("trace_ukl_distro", 1), ("trace_ukl_distro", 2),
                                        ("trace_stock_distro", 1)])
 def test_tracing_beside_the_application(request: pytest.FixtureRequest, image: str,
                                         smp: int) -> None:
     code, out = _run(request.getfixturevalue(image), "amd", smp=smp)
     assert code == 0 and "trace_vdso: 0 failure(s)" in out, out
-    for check in ("kprobe-syscall", "kprobe-int3-syscall", "ftrace-syscall",
+    for check in ("kprobe-int3-forked-child", "kprobe-syscall", "kprobe-int3-syscall",
+                  "ftrace-syscall",
                   "kprobe-timekeeping", "kprobe-int3-timekeeping", "ftrace-timekeeping",
                   "kprobe-refused-vdso", "kprobe-refused-app", "ftrace-refused-vdso"):
         assert f"trace_vdso: ok {check}\n" in out, out

@@ -11,7 +11,11 @@
  *    every clock read still answers, and no probe's INT3 or handler is
  *    taken for the application's;
  *  - on the application's own code and the vDSO stand-ins, which are
- *    application code: kprobes and the function tracer must refuse them.
+ *    application code: kprobes and the function tracer must refuse them;
+ *  - first of all, an INT3 kprobe set after the application forked, hit by
+ *    the child: the probe's out-of-line instruction slot is new module
+ *    memory, which the child's copy of the kernel image's page tables
+ *    (full fork) must map too.
  *
  * Prints "trace_vdso: ok WHAT" or "trace_vdso: FAIL WHAT: why" per check.
  */
@@ -22,6 +26,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,6 +105,42 @@ static int call_getppid(void)
 
 	for (int i = 0; i < CALLS; i++)
 		good += getppid() >= 0;
+	return good;
+}
+
+/* A child forked before the first probe is set; it calls when told to. */
+static int child_go[2], child_done[2];
+static pid_t child = -1;
+
+static void fork_waiting_child(void)
+{
+	int good;
+	char c;
+
+	if (pipe(child_go) || pipe(child_done))
+		return;
+	child = fork();
+	if (child != 0)
+		return;
+	if (read(child_go[0], &c, 1) != 1)
+		_exit(1);
+	good = call_getppid();
+	_exit(write(child_done[1], &good, sizeof(good)) == sizeof(good) ? 0 : 1);
+}
+
+/* How many of CALLS calls of getppid() answered in that child. */
+static int call_getppid_in_child(void)
+{
+	int good = 0, status;
+
+	if (child <= 0)
+		return 0;
+	if (write(child_go[1], "g", 1) != 1 ||
+	    read(child_done[0], &good, sizeof(good)) != sizeof(good))
+		good = 0;
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		good = 0;
 	return good;
 }
 
@@ -195,6 +236,9 @@ int main(void)
 	if (mount("tracefs", TRACING, "tracefs", 0, NULL) && errno != EBUSY)
 		perror("trace_vdso: mount tracefs");
 
+	/* Module memory allocated after a fork, used by the child. */
+	fork_waiting_child();
+	kprobe("kprobe-int3-forked-child", "__x64_sys_getppid", 1, call_getppid_in_child, CALLS);
 	/* A system call's body: the probes and the tracer see every call. */
 	kprobe("kprobe-syscall", "__x64_sys_getppid", 0, call_getppid, CALLS);
 	kprobe("kprobe-int3-syscall", "__x64_sys_getppid", 1, call_getppid, CALLS);
