@@ -316,7 +316,8 @@ static int fatal_signal(long sig)
 
 /*
  * Calls with these arguments would stop the fuzzer in other ways:
- * setting FS (its TLS), a seccomp filter, a CPU-time or memory limit.
+ * setting FS (its TLS), a seccomp filter, syscall user dispatch (every
+ * later call a SIGSYS), a CPU-time or memory limit.
  */
 static int excluded_arguments(const struct call *c)
 {
@@ -336,8 +337,8 @@ static int excluded_arguments(const struct call *c)
 		/* ARCH_SET_FS ends the fuzzer's TLS; ARCH_GET_FS and _GS. */
 		return a0 == 0x1002 || a0 == 0x1003 || a0 == 0x1004;
 	case SYS_prctl:
-		/* PR_SET_SECCOMP; PR_GET_TID_ADDRESS. */
-		return a0 == 22 || a0 == 40;
+		/* PR_SET_SECCOMP; PR_GET_TID_ADDRESS; PR_SET_SYSCALL_USER_DISPATCH. */
+		return a0 == 22 || a0 == 40 || a0 == 59;
 	case SYS_ptrace:
 		/* Traced by init, every signal would stop the fuzzer for a
 		 * tracer that never answers. (A UKL application is refused.) */
@@ -714,8 +715,8 @@ static void report_calls(const char *format)
  * The application process supervises: the fuzzing runs in a child, so
  * that whatever ends it is reported here with the call each worker was
  * making (the harness mapping is shared). A SIGKILL is taken for the calls'
- * own doing: on stock a new child, with the next seed, takes over for the
- * time left. Any other end is a finding. Where
+ * own doing: a new child, with the next seed, takes over for the time
+ * left. Any other end is a finding. Where
  * the kernel refuses fork (UKL_NSS), the application fuzzes itself.
  */
 int main(int argc, char **argv)
@@ -786,15 +787,10 @@ int main(int argc, char **argv)
 			h->calls_before += counted(offsetof(struct worker, calls));
 			h->ok_before += counted(offsetof(struct worker, ok));
 			/*
-			 * A UKL application's children share its static data
-			 * (no full fork yet): the next one would find the C
-			 * library's thread lists as this one left them. The
-			 * run ends here, short.
+			 * Each fuzzing process has its own copy of the
+			 * application's static data (full fork), so the next
+			 * one starts clean at CPL0 too.
 			 */
-			if (cpl() == 0) {
-				out("fuzz: ended short: no second fuzzing process at CPL0\n");
-				break;
-			}
 			out("fuzz: another fuzzing process takes over\n");
 			h->elapsed++;	/* no endless restarts */
 			continue;
