@@ -34,13 +34,23 @@ def _resp(*words: str) -> bytes:
 
 
 def _reply(conn: socket.socket) -> bytes:
-    data = b""
-    while not data.endswith(b"\r\n") or (data.startswith(b"$") and data.count(b"\r\n") < 2):
-        chunk = conn.recv(65536)
+    """One reply, raw: a status, error or integer line, or a bulk string
+    read to the length it announces (`$-1`, nil, has no body)."""
+    head = b""
+    while not head.endswith(b"\r\n"):
+        chunk = conn.recv(1)
+        if not chunk:
+            return head
+        head += chunk
+    if not head.startswith(b"$") or head.startswith(b"$-"):
+        return head
+    body, size = b"", int(head[1:-2]) + 2
+    while len(body) < size:
+        chunk = conn.recv(size - len(body))
         if not chunk:
             break
-        data += chunk
-    return data
+        body += chunk
+    return head + body
 
 
 def _pong(conn: socket.socket) -> bool:
@@ -116,26 +126,18 @@ def redis_persist_image(ukl_kernel) -> str:
     return guest.build_debian("redis", "-o", "redis-persist", "--helper", CHECK_DUMP)
 
 
+def _reply_bulk(conn: socket.socket) -> bytes | None:
+    """A bulk string reply's body, None for a nil one."""
+    raw = _reply(conn)
+    assert raw.startswith(b"$"), raw
+    return None if raw.startswith(b"$-") else raw[raw.index(b"\r\n") + 2:-2]
+
+
 def _info(conn: socket.socket, field: str) -> str:
     conn.sendall(_resp("INFO", "persistence"))
     m = re.search(rf"^{field}:(\S+)", (_reply_bulk(conn) or b"").decode(), re.M)
     assert m, field
     return m.group(1)
-
-
-def _reply_bulk(conn: socket.socket) -> bytes | None:
-    """A bulk string reply, None for a nil one."""
-    head = b""
-    while not head.endswith(b"\r\n"):
-        head += conn.recv(1)
-    assert head.startswith(b"$"), head
-    size = int(head[1:-2])
-    if size < 0:
-        return None
-    body = b""
-    while len(body) < size + 2:
-        body += conn.recv(size + 2 - len(body))
-    return body[:-2]
 
 
 def _wait_done(conn: socket.socket, in_progress: str, status: str) -> None:
@@ -146,11 +148,15 @@ def _wait_done(conn: socket.socket, in_progress: str, status: str) -> None:
     assert _info(conn, status) == "ok", status
 
 
+def _value(i: int) -> str:
+    """What the persistence test stores under key:I (sizes vary)."""
+    return f"value {i} " + "v" * (i % 100)
+
+
 def _all_keys_intact(conn: socket.socket, keys: int) -> None:
     for i in range(keys):
         conn.sendall(_resp("GET", f"key:{i}"))
-        value = f"value {i} " + "v" * (i % 100)
-        assert _reply(conn) == f"${len(value)}\r\n{value}\r\n".encode(), i
+        assert _reply_bulk(conn) == _value(i).encode(), i
 
 
 def test_bgsave_and_bgrewriteaof_keep_every_key(redis_persist_image: str) -> None:
@@ -162,7 +168,7 @@ def test_bgsave_and_bgrewriteaof_keep_every_key(redis_persist_image: str) -> Non
                       timeout=600) as runner:
         conn = guest.connect(HOST_PORT, _pong)
         for i in range(keys):
-            conn.sendall(_resp("SET", f"key:{i}", f"value {i} " + "v" * (i % 100)))
+            conn.sendall(_resp("SET", f"key:{i}", _value(i)))
             assert _reply(conn) == b"+OK\r\n"
         conn.sendall(_resp("BGSAVE"))
         assert _reply(conn) == b"+Background saving started\r\n"
