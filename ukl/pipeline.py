@@ -13,10 +13,11 @@ from pathlib import Path
 from ukl.app import unikernel
 from ukl.app import process
 from ukl.app.debian import build as debbuild
-from ukl.app.debian import recipe
+from ukl.app.debian import prepare, recipe
+from ukl.app.debian import source as debsrc
 from ukl.common.errors import UklError, UsageError
 from ukl.image import image
-from ukl.image.initramfs import InitramfsSpec
+from ukl.image.initramfs import AppUser, InitramfsSpec
 from ukl.kbuild import build as kbuild
 from ukl.kbuild.flavour import Flavour
 
@@ -55,7 +56,8 @@ def build_debian_image(name: str, flavour: Flavour, package: str, spec: Initramf
     `name`: its program linked into the kernel on a UKL flavour, an ordinary
     process otherwise; the recipe's tools, built as ordinary static
     programs, go to /usr/bin beside it, and its default arguments into the
-    image."""
+    image. The files its prepare script makes on the host join them
+    (ukl.app.debian.prepare), and the program runs as the recipe's user."""
     rec = recipe.load(package)
     if rec.library:
         raise UklError(f"{package} is a library (recipes/{package}.ini); build the "
@@ -65,6 +67,12 @@ def build_debian_image(name: str, flavour: Flavour, package: str, spec: Initramf
              else built.tools)
     spec.files += [(t, f"/usr/bin/{t.name}") for t in tools] + rec.files
     spec.default_args = rec.args
+    if rec.user:
+        spec.user = AppUser(rec.user)
+    spec.program_link = rec.path
+    root = prepare.prepare(rec, debsrc.fetch(package))
+    if root is not None:
+        spec.trees += [(top, f"/{top.name}") for top in sorted(root.iterdir())]
     if built.program is None:
         raise UklError(f"{package}: its build made no program to run")
     if not flavour.is_ukl:

@@ -20,12 +20,13 @@ def build_debian(package: str, *args: str) -> str:
 
 @contextlib.contextmanager
 def booted(image: str, host_port: int, guest_port: int, *args: str,
-           timeout: int = 300) -> Iterator[subprocess.Popen[str]]:
+           timeout: int = 300, smp: int = 1) -> Iterator[subprocess.Popen[str]]:
     """`ukl run IMAGE -p HOST:GUEST [-- ARGS]` in the background (ARGS replace
-    the image's default arguments); killed on the way out if the test did
-    not end it."""
+    the image's default arguments) on `smp` CPUs; killed on the way out if
+    the test did not end it."""
     runner = subprocess.Popen(
         [sys.executable, str(REPO / "bin" / "ukl"), "run", image, "--mem", "1G",
+         "--smp", str(smp),
          "-p", f"{host_port}:{guest_port}", "--timeout", str(timeout),
          *(["--", *args] if args else [])],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -1,6 +1,7 @@
 """nginx from Debian source as a UKL unikernel, serving a static page to the
-host in its default process model: a master that forks two workers, each
-with its own copy of nginx's static data (recipes/nginx/nginx.conf)."""
+host in its default process model on 2 CPUs: a master that forks two
+workers, each with its own copy of nginx's static data
+(recipes/nginx/nginx.conf)."""
 from __future__ import annotations
 
 import re
@@ -52,7 +53,7 @@ def _get(path: str) -> tuple[int, bytes]:
 
 
 def test_serves_static_page_to_host(nginx_image: str) -> None:
-    with guest.booted(nginx_image, HOST_PORT, 80) as runner:
+    with guest.booted(nginx_image, HOST_PORT, 80, smp=2) as runner:
         guest.connect(HOST_PORT, _http_up).close()
         assert _get("/") == (200, PAGE)
         assert _get("/missing")[0] == 404
@@ -63,7 +64,7 @@ def test_serves_static_page_to_host(nginx_image: str) -> None:
 
 
 def test_master_restarts_a_killed_worker(nginx_image: str) -> None:
-    with guest.booted(nginx_image, HOST_PORT, 80) as runner:
+    with guest.booted(nginx_image, HOST_PORT, 80, smp=2) as runner:
         guest.connect(HOST_PORT, _http_up).close()
         assert _get("/kill-worker")[0] == 404
         deadline = time.monotonic() + 120

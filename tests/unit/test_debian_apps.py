@@ -66,3 +66,30 @@ def test_recipe_typo_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "x.ini").write_text("[build]\nmake_arg = V=1\n")
     with pytest.raises(UklError, match="unknown \\[build\\] keys: make_arg"):
         recipe.load("x", recipes_dir=tmp_path)
+
+
+def test_run_and_image_typos_are_errors(tmp_path: Path) -> None:
+    (tmp_path / "x.ini").write_text("[run]\nusers = pg\n")
+    with pytest.raises(UklError, match="unknown \\[run\\] keys: users"):
+        recipe.load("x", recipes_dir=tmp_path)
+    (tmp_path / "x.ini").write_text("[image]\nprepare_script = p.sh\n")
+    with pytest.raises(UklError, match="unknown \\[image\\] keys: prepare_script"):
+        recipe.load("x", recipes_dir=tmp_path)
+
+
+def test_postgresql_recipe_runs_as_postgres_from_a_prepared_data_directory() -> None:
+    rec = recipe.load("postgresql-15")
+    assert rec.user == "postgres" and rec.path == "/usr/lib/postgresql/15/bin/postgres"
+    assert rec.prepare is not None and rec.prepare.is_file()
+    assert rec.args == ["-D", "/var/lib/postgresql/15/main"]
+    # The server finds its time zone data where the image puts it.
+    assert "--datadir=/usr/share/postgresql/15" in rec.configure_args
+
+
+def test_bad_user_and_missing_prepare_script_are_errors(tmp_path: Path) -> None:
+    (tmp_path / "x.ini").write_text("[run]\nuser = Post Gres\n")
+    with pytest.raises(UklError, match="expected a user name"):
+        recipe.load("x", recipes_dir=tmp_path)
+    (tmp_path / "x.ini").write_text("[image]\nprepare = x/none.sh\n")
+    with pytest.raises(UklError, match="prepare script .*x/none.sh does not exist"):
+        recipe.load("x", recipes_dir=tmp_path)

@@ -1,6 +1,7 @@
 """Initramfs contents and input checks."""
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -8,8 +9,9 @@ import pytest
 
 from ukl.common.elf import describe_problem
 from ukl.common.errors import UklError
-from ukl.image.cpio import read_names
-from ukl.image.initramfs import InitramfsSpec, image_conf, parse_file_arg, write
+from ukl.image.cpio import read_entries, read_names
+from ukl.image.initramfs import (AppUser, InitramfsSpec, image_conf, parse_file_arg,
+                                 runas_binary, write)
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +101,68 @@ def test_ukl_image_has_empty_executable_trigger(tmp_path: Path) -> None:
     assert body == b"" and mode & 0o777 == 0o700
     assert b"UKL_PROGRAM=/UKL" in entries["etc/ukl/image.conf"][1]
     assert not any(name.startswith("app/") for name in entries)
+
+
+def test_app_user_owns_trigger_and_trees_and_init_starts_through_runas(tmp_path: Path) -> None:
+    # A recipe's [run] user: the program starts through ukl-runas, which
+    # keeps CAP_SYS_RAWIO only for a UKL image; the trigger and the
+    # prepared trees belong to that user, with their own permissions.
+    tree = tmp_path / "var"
+    (tree / "lib" / "db").mkdir(parents=True)
+    (tree / "lib" / "db").chmod(0o700)
+    (tree / "lib" / "db" / "PG_VERSION").write_text("15\n")
+    (tree / "lib" / "link").symlink_to("db")
+    user = AppUser("postgres")
+    out = write(InitramfsSpec(ukl_exec="/UKL", user=user, trees=[(tree, "/var")]),
+                tmp_path / "initramfs.cpio")
+    entries = {name: (mode, owner, body) for name, mode, owner, body
+               in read_entries(out.read_bytes())}
+    ids = (user.uid, user.gid)
+    assert entries["UKL"][:2] == (0o100700, ids)
+    assert entries["var/lib/db"][:2] == (0o40700, ids)
+    assert entries["var/lib/db/PG_VERSION"][1:] == (ids, b"15\n")
+    assert entries["var/lib/link"][2] == b"db"
+    assert entries["bin/ukl-runas"][1] == (0, 0)
+    assert b"postgres:x:999:999:" in entries["etc/passwd"][2]
+    conf = entries["etc/ukl/image.conf"][2].decode()
+    assert "UKL_RUNAS='/bin/ukl-runas 999 999 --keep-rawio'" in conf
+    # An ordinary process does not keep the capability.
+    assert "UKL_RUNAS='/bin/ukl-runas 999 999'" in image_conf(InitramfsSpec(user=user))
+    assert "UKL_RUNAS=''" in image_conf(InitramfsSpec())
+
+
+def test_runas_drops_to_the_user(tmp_path: Path) -> None:
+    # Run on the host as root: the ids change, groups are dropped, and
+    # without --keep-rawio no capability survives the exec.
+    if os.geteuid() != 0:
+        pytest.skip("needs root to change user ids")
+    runas = str(runas_binary())
+    res = subprocess.run([runas, "999", "998", "/bin/busybox", "sh", "-c",
+                          "id -u; id -g; id -G; grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.split()
+    assert lines[:3] == ["999", "998", "998"]
+    assert res.stdout.count("0000000000000000") == 3
+    res = subprocess.run([runas, "999", "998", "--keep-rawio", "/bin/busybox", "sh", "-c",
+                          "grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    # CAP_SYS_RAWIO is bit 17: permitted, effective and ambient.
+    assert res.stdout.count("0000000000020000") == 3, res.stdout
+    res = subprocess.run([runas, "x", "1", "/bin/true"], capture_output=True, text=True)
+    assert res.returncode == 127 and "not a numeric id" in res.stderr
+
+
+def test_program_link_is_a_relative_link_init_starts(tmp_path: Path) -> None:
+    # A recipe's [run] path: init starts the program by that path, a
+    # relative link to the trigger (PostgreSQL resolves its own path and
+    # cannot when it is in /).
+    spec = InitramfsSpec(ukl_exec="/UKL", program_link="/usr/lib/postgresql/15/bin/postgres")
+    out = write(spec, tmp_path / "initramfs.cpio")
+    entries = {name: (mode, body) for name, mode, body in read_names(out.read_bytes())}
+    assert entries["usr/lib/postgresql/15/bin/postgres"][1] == b"../../../../../UKL"
+    assert "usr/lib/postgresql/15/bin" in entries
+    assert b"UKL_PROGRAM=/usr/lib/postgresql/15/bin/postgres" in entries["etc/ukl/image.conf"][1]
+    with pytest.raises(UklError, match="absolute path"):
+        write(InitramfsSpec(ukl_exec="/UKL", program_link="postgres"), tmp_path / "x.cpio")

@@ -37,6 +37,8 @@ MODULES = (
     Module("pytest", "python3-pytest", "pytest", "runs the test suite (make test)"),
     Module("matplotlib", "python3-matplotlib", "matplotlib",
            "`ukl bench` draws its figures (PNG)"),
+    Module("psycopg2", "python3-psycopg2", "psycopg2-binary",
+           "the PostgreSQL tests are clients from the host"),
 )
 
 

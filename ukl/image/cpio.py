@@ -26,14 +26,15 @@ class CpioWriter:
         self.names: set[str] = set()
 
     def _entry(self, name: str, mode: int, data: bytes = b"",
-               rdev: tuple[int, int] = (0, 0), nlink: int = 1) -> None:
+               rdev: tuple[int, int] = (0, 0), nlink: int = 1,
+               owner: tuple[int, int] = (0, 0)) -> None:
         name = name.lstrip("/")
         if name in self.names:
             raise ValueError(f"duplicate initramfs entry: /{name}")
         self.names.add(name)
         encoded = name.encode() + b"\0"
         fields = [
-            self.next_ino, mode, 0, 0, nlink, 0, len(data),
+            self.next_ino, mode, owner[0], owner[1], nlink, 0, len(data),
             0, 0, rdev[0], rdev[1], len(encoded), 0,
         ]
         self.next_ino += 1
@@ -41,14 +42,16 @@ class CpioWriter:
         self.out.write(header + encoded + _pad4(len(header) + len(encoded)))
         self.out.write(data + _pad4(len(data)))
 
-    def add_dir(self, name: str, perm: int = 0o755) -> None:
-        self._entry(name, stat.S_IFDIR | perm, nlink=2)
+    def add_dir(self, name: str, perm: int = 0o755, owner: tuple[int, int] = (0, 0)) -> None:
+        self._entry(name, stat.S_IFDIR | perm, nlink=2, owner=owner)
 
-    def add_file(self, name: str, data: bytes, perm: int = 0o644) -> None:
-        self._entry(name, stat.S_IFREG | perm, data)
+    def add_file(self, name: str, data: bytes, perm: int = 0o644,
+                 owner: tuple[int, int] = (0, 0)) -> None:
+        """A regular file; `owner` is (uid, gid)."""
+        self._entry(name, stat.S_IFREG | perm, data, owner=owner)
 
-    def add_symlink(self, name: str, target: str) -> None:
-        self._entry(name, stat.S_IFLNK | 0o777, target.encode())
+    def add_symlink(self, name: str, target: str, owner: tuple[int, int] = (0, 0)) -> None:
+        self._entry(name, stat.S_IFLNK | 0o777, target.encode(), owner=owner)
 
     def add_chardev(self, name: str, major: int, minor: int, perm: int = 0o600) -> None:
         self._entry(name, stat.S_IFCHR | perm, rdev=(major, minor))
@@ -61,7 +64,12 @@ class CpioWriter:
 
 def read_names(data: bytes) -> list[tuple[str, int, bytes]]:
     """Parse a newc archive into (name, mode, data) entries; for tests and checks."""
-    entries: list[tuple[str, int, bytes]] = []
+    return [(name, mode, body) for name, mode, _, body in read_entries(data)]
+
+
+def read_entries(data: bytes) -> list[tuple[str, int, tuple[int, int], bytes]]:
+    """Parse a newc archive into (name, mode, (uid, gid), data) entries."""
+    entries: list[tuple[str, int, tuple[int, int], bytes]] = []
     pos = 0
     while True:
         if data[pos:pos + 6] != _MAGIC:
@@ -75,4 +83,4 @@ def read_names(data: bytes) -> list[tuple[str, int, bytes]]:
         pos = data_start + filesize + (-filesize % 4)
         if name == TRAILER:
             return entries
-        entries.append((name, mode, body))
+        entries.append((name, mode, (fields[2], fields[3]), body))

@@ -11,6 +11,9 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
+# POSIX shared memory (shm_open), as on any Linux system.
+mkdir -p /dev/shm
+mount -t tmpfs shm /dev/shm
 ip link set lo up
 # QEMU user networking (ukl run -p): fixed addresses, no DHCP client needed.
 if [ -e /sys/class/net/eth0 ]; then
@@ -19,7 +22,8 @@ if [ -e /sys/class/net/eth0 ]; then
 	ip route add default via 10.0.2.2
 fi
 
-# Defines UKL_PROGRAM, UKL_DEFAULT_ARGS (shell-quoted) and ukl_start_helpers.
+# Defines UKL_PROGRAM, UKL_DEFAULT_ARGS (shell-quoted), UKL_RUNAS (empty,
+# or ukl-runas and the user the program runs as) and ukl_start_helpers.
 . /etc/ukl/image.conf
 if [ $# -eq 0 ] && [ -n "$UKL_DEFAULT_ARGS" ]; then
 	eval "set -- $UKL_DEFAULT_ARGS"
@@ -43,7 +47,7 @@ ukl_report() {
 # run beside it (its exec would fail with EBUSY).
 if [ -e /sys/module/ukl/parameters/nss_pgd_syncs ] && [ -n "$UKL_PROGRAM" ]; then
 	echo "ukl-init: UKL_NSS: $UKL_PROGRAM replaces init; no helper processes"
-	exec "$UKL_PROGRAM" "$@"
+	exec $UKL_RUNAS "$UKL_PROGRAM" "$@"
 fi
 
 ukl_start_helpers
@@ -53,5 +57,5 @@ if [ -z "$UKL_PROGRAM" ]; then
 	setsid cttyhack sh
 	ukl_report $?
 fi
-"$UKL_PROGRAM" "$@"
+$UKL_RUNAS "$UKL_PROGRAM" "$@"
 ukl_report $?

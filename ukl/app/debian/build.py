@@ -73,9 +73,11 @@ def _environment(cc: str, cxx: str, deps: list[Built]) -> dict[str, str]:
 
 
 def _state(rec: recipe.Recipe, cc: str, deps: list[Built]) -> str:
-    # Run-time arguments do not change what is built; our patches' contents do.
+    # How the program is run and the image's other files do not change what
+    # is built; our patches' contents do.
     patches = [p.read_bytes() for p in rec.patches]
-    text = repr((dataclasses.replace(rec, args=[]), patches, cc,
+    text = repr((dataclasses.replace(rec, args=[], user=None, path="", files=[],
+                                     prepare=None), patches, cc,
                  [(d.package, d.prefix) for d in deps]))
     return stamp.digest(text)
 
@@ -116,6 +118,9 @@ def _run_build(rec: recipe.Recipe, tree: Path, prefix: Path, ukl: bool,
     else:
         # Plain Makefiles often set CC themselves: override on the command line.
         make += [f"CC={cc}", f"CXX={cxx}"]
+    if rec.make_first:
+        run_logged([*make, *_expand(rec.make_first, deps)], label=f"make {what}, first step",
+                   cwd=tree, env=env, log_path=log, append=True)
     run_logged([*make, *_expand(rec.make_args, deps)], label=f"make {what}", cwd=tree, env=env,
                log_path=log, append=True)
     if rec.library:

@@ -9,6 +9,9 @@ unknown package can still be tried. Format:
     system = auto | make | configure      (auto: ./configure if present)
     configure_args = ...                   (shell words; {cflags} and {ldflags}
     make_args = ...                         expand to the dependencies' -I / -L)
+    make_first = ...                       (arguments of a make run before the
+                                            main one: generated files that a
+                                            parallel make would race on)
     program = path/in/tree                 (default: an executable named PACKAGE)
     tools = path ...                       (ordinary programs for /usr/bin)
     depends = package ...                  (libraries: built first, same compiler)
@@ -17,12 +20,20 @@ unknown package can still be tried. Format:
                                             patch -p1 after Debian's own)
     [run]
     args = ...                             (default program arguments)
+    user = NAME                            (run the program as this user, not
+                                            root; see ukl/image/runas.c)
+    path = /guest/path                     (start the program by this path, a
+                                            symbolic link to it)
     [image]
     files = relpath:/guest/path ...        (files from recipes/ into the image)
+    prepare = relpath                      (a shell script from recipes/, run on
+                                            the host to make more of the image's
+                                            files; see ukl/app/debian/prepare.py)
 """
 from __future__ import annotations
 
 import configparser
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +44,13 @@ from ukl.common.errors import UklError
 
 RECIPES_DIR = paths.REPO_ROOT / "recipes"
 SYSTEMS = ("auto", "make", "configure")
+_KEYS = {
+    "build": {"system", "configure_args", "make_args", "make_first", "program", "tools", "depends",
+              "library", "patches"},
+    "run": {"args", "user", "path"},
+    "image": {"files", "prepare"},
+}
+_USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,7 @@ class Recipe:
     system: str = "auto"
     configure_args: list[str] = field(default_factory=list)
     make_args: list[str] = field(default_factory=list)
+    make_first: list[str] = field(default_factory=list)
     program: str | None = None
     tools: list[str] = field(default_factory=list)
     depends: list[str] = field(default_factory=list)
@@ -49,6 +68,9 @@ class Recipe:
     args: list[str] = field(default_factory=list)
     # (host path, guest path) of extra image files.
     files: list[tuple[Path, str]] = field(default_factory=list)
+    user: str | None = None
+    path: str = ""
+    prepare: Path | None = None
     # The file it came from, or None for the defaults.
     source: Path | None = None
 
@@ -65,10 +87,10 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
     none: dict[str, str] = {}
     build: Mapping[str, str] = parser["build"] if parser.has_section("build") else none
     run: Mapping[str, str] = parser["run"] if parser.has_section("run") else none
-    unknown = set(build) - {"system", "configure_args", "make_args", "program", "tools",
-                            "depends", "library", "patches"}
-    if unknown:
-        raise UklError(f"{path}: unknown [build] keys: {', '.join(sorted(unknown))}")
+    for section, known in _KEYS.items():
+        unknown = set(parser[section]) - known if parser.has_section(section) else set()
+        if unknown:
+            raise UklError(f"{path}: unknown [{section}] keys: {', '.join(sorted(unknown))}")
     system = build.get("system", "auto")
     if system not in SYSTEMS:
         raise UklError(f"{path}: system = {system}; expected one of {', '.join(SYSTEMS)}")
@@ -81,6 +103,15 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
         if not (recipes_dir / host).is_file():
             raise UklError(f"{path}: files entry '{item}': {recipes_dir / host} does not exist")
         files.append((recipes_dir / host, guest))
+    user = run.get("user") or None
+    if user is not None and not _USER_NAME.match(user):
+        raise UklError(f"{path}: user = {user}: expected a user name ([a-z_][a-z0-9_-]*)")
+    start = run.get("path", "")
+    if start and (not start.startswith("/") or start.endswith("/")):
+        raise UklError(f"{path}: path = {start}: expected an absolute file path")
+    prepare = recipes_dir / image["prepare"] if image.get("prepare") else None
+    if prepare is not None and not prepare.is_file():
+        raise UklError(f"{path}: prepare script {prepare} does not exist")
     patches = [recipes_dir / rel for rel in shlex.split(build.get("patches", ""))]
     for patch in patches:
         if not patch.is_file():
@@ -90,6 +121,7 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
         system=system,
         configure_args=shlex.split(build.get("configure_args", "")),
         make_args=shlex.split(build.get("make_args", "")),
+        make_first=shlex.split(build.get("make_first", "")),
         program=build.get("program") or None,
         tools=shlex.split(build.get("tools", "")),
         depends=shlex.split(build.get("depends", "")),
@@ -97,5 +129,8 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
         patches=patches,
         args=shlex.split(run.get("args", "")),
         files=files,
+        user=user,
+        path=start,
+        prepare=prepare,
         source=path,
     )
