@@ -40,15 +40,24 @@ cp -a "$install/usr/share/postgresql/15" "$UKL_ROOT/usr/share/postgresql/15"
 # there. It stays empty: a static server cannot load modules.
 mkdir -p "$UKL_ROOT$prefix/lib"
 
-# initdb refuses to run as root: as root, run it as nobody.
+# initdb refuses to run as root: as root, it runs as nobody. It checks its
+# own path with access(), which a closed parent directory (a clone in a
+# private directory) fails for nobody even with capabilities, so it runs
+# from a copy in a fresh directory under /tmp.
+stage=$(mktemp -d /tmp/ukl-initdb.XXXXXX)
+trap 'rm -rf "$stage"' EXIT
+chmod 755 "$stage"
+cp -a "$install" "$stage/install"
+mkdir "$stage/db"
 as_user=
 if [ "$(id -u)" = 0 ]; then
-	chown nobody "$UKL_ROOT/var/lib/postgresql/15"
+	chown nobody "$stage/db"
 	as_user="setpriv --reuid=nobody --regid=nogroup --clear-groups --"
 fi
-LD_LIBRARY_PATH=$install$prefix/lib $as_user "$install$prefix/bin/initdb" \
-	-D "$data" --username=postgres --auth=trust --encoding=UTF8 --locale=C \
+LD_LIBRARY_PATH=$stage/install$prefix/lib $as_user "$stage/install$prefix/bin/initdb" \
+	-D "$stage/db/main" --username=postgres --auth=trust --encoding=UTF8 --locale=C \
 	--no-sync --no-instructions
+mv "$stage/db/main" "$data"
 
 # Clients come from the host through QEMU's user networking (10.0.2.2);
 # the guest is the host's own, so trust them as initdb trusts local ones.
