@@ -3,7 +3,10 @@ program's own status (124: timeout, 125: no status from the guest)."""
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
+from ukl.bench import counts
 from ukl.cli.args import Invocation
 from ukl.common.errors import UsageError
 from ukl.image import image
@@ -36,6 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra kernel command-line argument (repeatable)")
     p.add_argument("--quiet-console", action="store_true",
                    help="do not echo the console (it is still logged)")
+    p.add_argument("--count", metavar="CSV", type=Path,
+                   help="count what costs cycles (instructions, privilege transitions, "
+                   "SWAPGS, CR3 writes, VERW, serialising instructions...) with the "
+                   "ukl_counts QEMU plugin, per window marked with guest/ukl_marks.h "
+                   "and in total, into CSV; with --icount the counts are exact")
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
@@ -47,10 +55,18 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
                            mem=args.mem, cpu=args.cpu, icount=args.icount, gdb=args.gdb,
                            append=list(args.append), program_args=inv.program_args,
                            forwards=[qemu.parse_forward(p) for p in args.port])
+    if args.count:
+        out = args.count.resolve()
+        if not out.parent.is_dir():
+            raise UsageError(f"--count {args.count}: directory {out.parent} does not exist")
+        out.unlink(missing_ok=True)
+        opts.plugin = counts.plugin_argument(counts.build(), out, counts.app_text(img.kernel))
     timeout = None if args.gdb else args.timeout
     outcome = boot.run(opts, log_name=img.meta.name, timeout=timeout,
                        echo=not args.quiet_console)
     if outcome.problem:
         boot.report_problem(outcome)
     boot.report_complaints(outcome)
+    if args.count:
+        print(f"ukl: counts in {args.count}", file=sys.stderr)
     return outcome.exit_code

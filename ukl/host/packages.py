@@ -53,6 +53,7 @@ TOOLCHAIN = [
 ]
 RUNTIME = [
     Package("qemu-system-x86", "boots the images (TCG, no hardware virtualisation needed)"),
+    Package("libglib2.0-dev", "glib's headers, which the ukl_counts QEMU plugin compiles against"),
     Package("busybox-static", "the guest userland: init shell, mount, ip, dd"),
     Package("gdb", "`ukl run --gdb` attaches gdb to the guest kernel and application"),
 ]

@@ -42,6 +42,8 @@ class RunOptions:
     program_args: list[str] = field(default_factory=list)
     # TCP port forwards (host port, guest port) through QEMU user networking.
     forwards: list[tuple[int, int]] = field(default_factory=list)
+    # A TCG plugin and its arguments (QEMU's -plugin), e.g. ukl_counts.
+    plugin: str = ""
 
 
 def parse_forward(spec: str) -> tuple[int, int]:
@@ -128,6 +130,8 @@ def command(opts: RunOptions) -> list[str]:
         cmd += ["-icount", "shift=0,sleep=off"]
     if opts.gdb:
         cmd += ["-gdb", f"tcp::{GDB_PORT}", "-S"]
+    if opts.plugin:
+        cmd += ["-plugin", opts.plugin]
     return cmd
 
 
