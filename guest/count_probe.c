@@ -10,6 +10,7 @@
  *   3  PROBE_N LFENCE and PROBE_N MFENCE
  *   4  PROBE_N VERW
  *   5  PROBE_N indirect calls of a function that only returns
+ *   6  flushed twice: 3 passes of one CPUID (row 6.0), then 5 (row 6.1)
  *
  * --bypass turns UKL_BYP system call bypass on first (UKL toolchain only).
  */
@@ -81,6 +82,17 @@ int main(int argc, char **argv)
 	for (i = 0; i < PROBE_N; i++)
 		target();
 	UKL_COUNT_END(5);
+
+	for (int flush = 0; flush < 2; flush++) {
+		for (i = 0; i < (flush ? 5 : 3); i++) {
+			unsigned int a = 0, b, c = 0, d;
+
+			UKL_COUNT_BEGIN(6);
+			__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+			UKL_COUNT_END(6);
+		}
+		UKL_COUNT_FLUSH(6);
+	}
 
 	printf("count_probe: done\n");
 	return 0;

@@ -34,6 +34,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "ukl_marks.h"
 #if __has_include(<ukl.h>)
 #include <ukl.h>
 #endif
@@ -77,7 +79,12 @@ static void die(const char *what)
 	exit(1);
 }
 
-/* Time `call` once per iteration after a warm-up; `between` runs untimed. */
+/*
+ * Time `call` once per iteration after a warm-up; `between` runs untimed.
+ * Each timed iteration is also a pass of counting window 0 for the
+ * ukl_counts QEMU plugin (`ukl bench` runs under it), flushed into a row
+ * per measurement: the K-th `bench,` line is the plugin's row 0.K.
+ */
 #define MEASURE(op, size, call, between)				\
 	do {								\
 		for (long i_ = 0; i_ < WARMUP; i_++) {			\
@@ -85,11 +92,14 @@ static void die(const char *what)
 			between;					\
 		}							\
 		for (long i_ = 0; i_ < iterations; i_++) {		\
+			UKL_COUNT_BEGIN(0);				\
 			uint64_t t0_ = tsc();				\
 			call;						\
 			samples[i_] = tsc() - t0_;			\
+			UKL_COUNT_END(0);				\
 			between;					\
 		}							\
+		UKL_COUNT_FLUSH(0);					\
 		report(op, size, iterations);				\
 	} while (0)
 

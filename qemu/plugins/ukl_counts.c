@@ -10,8 +10,14 @@
  * distinctive NOPs, `nopl 0x554b42NN(%rax)` before and `nopl
  * 0x554b45NN(%rax)` after (NN: window 0-255; see guest/ukl_marks.h). The
  * plugin adds what was executed between the two (one of the two markers
- * included) to window NN, and counts the passes. The totals of the whole
- * run come too.
+ * included) to window NN, and counts the passes. A third marker, `nopl
+ * 0x554b46NN(%rax)`, flushes window NN: its sums so far become a row of
+ * their own, NN.K for the K-th flush (from 0), and the window starts again
+ * from zero; a benchmark flushes after each measurement. A flush also
+ * gives row NN.K.med: for each counter, its median over the passes (the
+ * upper one of an even number), which, unlike a sum, does not change with
+ * the odd interrupt that lands in a pass. Rows: NN.K and NN.K.med for
+ * every flush, NN for what was not flushed, and the totals of the run.
  *
  *   -plugin file=ukl_counts.so,out=FILE[,app=LO-HI]
  *
@@ -43,6 +49,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 #define MARK_BEGIN	0x554b4200u
 #define MARK_END	0x554b4500u
+#define MARK_FLUSH	0x554b4600u
 #define WINDOWS		256
 #define MAX_VCPUS	64
 
@@ -80,16 +87,31 @@ struct vcpu_state {
 	enum cause cause;
 };
 
+struct pass {
+	uint64_t c[NR_COUNTERS];
+};
+
 struct window {
 	uint64_t passes;
 	bool open;
+	unsigned int flushes;
 	uint64_t start[NR_COUNTERS];
 	uint64_t sum[NR_COUNTERS];
+	GArray *each;		/* struct pass: every pass since the last flush */
+};
+
+/* A flushed window: rows N.K (sums) and N.K.med (medians) of the CSV. */
+struct flushed {
+	unsigned int window, seq;
+	uint64_t passes;
+	uint64_t sum[NR_COUNTERS];
+	uint64_t median[NR_COUNTERS];
 };
 
 static uint64_t counts[NR_COUNTERS];
 static struct window windows[WINDOWS];
 static struct vcpu_state vcpus[MAX_VCPUS];
+static GArray *flushed_rows;
 static char *out_path;
 static uint64_t app_lo, app_hi;
 
@@ -257,13 +279,40 @@ static bool marker(const uint8_t *bytes, size_t size, uint32_t *disp)
 	if (size != 7 || bytes[0] != 0x0f || bytes[1] != 0x1f || bytes[2] != 0x80)
 		return false;
 	*disp = bytes[3] | bytes[4] << 8 | bytes[5] << 16 | (uint32_t)bytes[6] << 24;
-	return (*disp & 0xffffff00u) == MARK_BEGIN || (*disp & 0xffffff00u) == MARK_END;
+	switch (*disp & 0xffffff00u) {
+	case MARK_BEGIN: case MARK_END: case MARK_FLUSH:
+		return true;
+	}
+	return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Each counter's median over the passes in `each`. */
+static void medians(GArray *each, uint64_t *out)
+{
+	uint64_t *column = g_new(uint64_t, each->len ? each->len : 1);
+	unsigned int i, k;
+
+	for (k = 0; k < NR_COUNTERS; k++) {
+		for (i = 0; i < each->len; i++)
+			column[i] = g_array_index(each, struct pass, i).c[k];
+		qsort(column, each->len, sizeof(*column), cmp_u64);
+		out[k] = each->len ? column[each->len / 2] : 0;
+	}
+	g_free(column);
 }
 
 static void on_marker(unsigned int vcpu, void *udata)
 {
 	uint32_t disp = (uint32_t)(uintptr_t)udata;
 	struct window *w = &windows[disp & 0xff];
+	struct pass one;
 	int i;
 
 	if ((disp & 0xffffff00u) == MARK_BEGIN) {
@@ -271,10 +320,25 @@ static void on_marker(unsigned int vcpu, void *udata)
 		w->open = true;
 		return;
 	}
+	if ((disp & 0xffffff00u) == MARK_FLUSH) {
+		struct flushed row = { .window = disp & 0xff, .seq = w->flushes++,
+				       .passes = w->passes };
+
+		memcpy(row.sum, w->sum, sizeof(row.sum));
+		medians(w->each, row.median);
+		g_array_append_val(flushed_rows, row);
+		memset(w->sum, 0, sizeof(w->sum));
+		g_array_set_size(w->each, 0);
+		w->passes = 0;
+		return;
+	}
 	if (!w->open)
 		return;
-	for (i = 0; i < NR_COUNTERS; i++)
-		w->sum[i] += counts[i] - w->start[i];
+	for (i = 0; i < NR_COUNTERS; i++) {
+		one.c[i] = counts[i] - w->start[i];
+		w->sum[i] += one.c[i];
+	}
+	g_array_append_val(w->each, one);
 	w->passes++;
 	w->open = false;
 }
@@ -361,7 +425,7 @@ static void write_row(FILE *f, const char *name, uint64_t passes, const uint64_t
 static void write_counts(qemu_plugin_id_t id, void *udata)
 {
 	FILE *f = fopen(out_path, "w");
-	char name[16];
+	char name[24];
 	int i;
 
 	if (!f) {
@@ -372,6 +436,14 @@ static void write_counts(qemu_plugin_id_t id, void *udata)
 	for (i = 0; i < NR_COUNTERS; i++)
 		fprintf(f, ",%s", counter_names[i]);
 	fputc('\n', f);
+	for (i = 0; i < (int)flushed_rows->len; i++) {
+		struct flushed *row = &g_array_index(flushed_rows, struct flushed, i);
+
+		snprintf(name, sizeof(name), "%u.%u", row->window, row->seq);
+		write_row(f, name, row->passes, row->sum);
+		snprintf(name, sizeof(name), "%u.%u.med", row->window, row->seq);
+		write_row(f, name, row->passes, row->median);
+	}
 	for (i = 0; i < WINDOWS; i++) {
 		if (!windows[i].passes)
 			continue;
@@ -421,6 +493,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		fprintf(stderr, "ukl_counts: give out=FILE\n");
 		return -1;
 	}
+	flushed_rows = g_array_new(false, true, sizeof(struct flushed));
+	for (i = 0; i < WINDOWS; i++)
+		windows[i].each = g_array_new(false, false, sizeof(struct pass));
 	qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
 	qemu_plugin_register_atexit_cb(id, write_counts, NULL);
 	return 0;

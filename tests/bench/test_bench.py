@@ -1,6 +1,7 @@
 """`ukl bench`: parsing and reports (fast), and a repeatability run (QEMU)."""
 from __future__ import annotations
 
+import csv
 import json
 import re
 import subprocess
@@ -55,8 +56,18 @@ def test_quick_subset_is_repeatable(tmp_path: Path, stock_kernel, ukl_kernel) ->
     for name in ("first", "second"):
         res = ukl("bench", "--quick", "--name", name, "floor", "page-fault", env=env)
         assert res.returncode == 0, res.stdout + res.stderr
-        figures.append((tmp_path / name / "results.csv").read_text())
+        figures.append(((tmp_path / name / "results.csv").read_text(),
+                        (tmp_path / name / "counts.csv").read_text()))
     assert figures[0] == figures[1]
+    # The plugin's counts beside them: a stock getppid crosses into the
+    # kernel once and swaps GS twice; UKL's is a call.
+    with (tmp_path / "first" / "counts.csv").open() as f:
+        counted = {(r["config"], r["op"]): r for r in csv.DictReader(f)}
+    assert counted[("stock", "getppid")]["entries_syscall"] == "1"
+    assert counted[("stock", "getppid")]["swapgs"] == "2"
+    assert counted[("ukl", "getppid")]["entries_syscall"] == "0"
+    assert counted[("ukl", "getppid")]["swapgs"] == "0"
+    assert "## What costs cycles" in (tmp_path / "first" / "results.md").read_text()
     rows = report.read_csv(tmp_path / "first" / "results.csv")
     getppid = {r.config: r.median for r in rows if r.op == "getppid"}
     # The brief measured about 205 instructions for stock getppid.
@@ -106,3 +117,34 @@ def test_plots_are_written(tmp_path: Path) -> None:
     outs = plots.write_all(rows, ["stock", "ukl"], tmp_path)
     for out in outs:
         assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", out
+
+
+def test_counts_pair_with_measurements_and_show_per_call() -> None:
+    rows = report.parse(CONSOLE, "stock")
+    zero = {c: 0 for c in report.COUNTS_CSV_COLUMNS}
+    # The plugin's median rows (each counter's median over the passes);
+    # its sum rows are not used.
+    windows = {
+        "0.0.med": {**zero, "insns_kernel": 194, "entries_syscall": 1, "swapgs": 2,
+                    "indirect_calls": 1, "indirect_jumps": 1},
+        "0.0": {**zero, "insns_kernel": 1_940_013},
+        "0.1.med": {**zero, "insns_kernel": 1500, "entries_other": 1, "serialising": 1},
+        "0.2.med": zero,
+        "total": zero,
+    }
+    passes = {"0.0.med": 10000, "0.0": 10000, "0.1.med": 10000, "0.2.med": 10000,
+              "total": 1}
+    counted = report.counted(rows, windows, passes)
+    assert counted[0].per_call["entries"] == 1 and counted[0].per_call["swapgs"] == 2
+    assert counted[0].per_call["indirect"] == 2
+    md = report.counts_markdown(counted, ["stock"])
+    assert "| getppid | - | 194 / 1 / 2 / 0 / 0 / 0 / 2 |" in md
+    assert "| read-file | 1 | 1500 / 1 / 0 / 0 / 0 / 1 / 0 |" in md
+    csv_rows = report.counts_csv_rows(counted)
+    assert csv_rows[0][:6] == ("stock", "getppid", 0, 10000, 0, 194)
+    # A measurement without its plugin row, or with another number of
+    # passes, is an error, not a silent shift of every row after it.
+    with pytest.raises(ValueError, match="0.2.med"):
+        report.counted(rows, windows, {**passes, "0.2.med": 9999})
+    with pytest.raises(ValueError, match="0.2.med"):
+        report.counted(rows, {k: v for k, v in windows.items() if k != "0.2.med"}, passes)

@@ -36,6 +36,12 @@ def _check_known_instructions(w: dict[str, counts.Window], owner: str) -> None:
     for name in ("0", "2", "3", "4", "5"):
         c = w[name].counts
         assert c["entries_syscall"] + c["entries_other"] + c["swapgs"] == 0, (name, c)
+    # Flushed twice: rows per measurement (sums and medians), nothing left
+    # unflushed.
+    assert (w["6.0"].passes, w["6.0"].counts["cpuid"]) == (3, 3)
+    assert (w["6.1"].passes, w["6.1"].counts["cpuid"]) == (5, 5)
+    assert (w["6.1.med"].passes, w["6.1.med"].counts["cpuid"]) == (5, 1)
+    assert "6" not in w and "6.2" not in w
 
 
 def test_counts_on_stock(stock_kernel: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ukl import pipeline
-from ukl.bench import plots, report
+from ukl.bench import counts, plots, report
 from ukl.common import paths
 from ukl.common.buildenv import jobs
 from ukl.common.errors import UklError, UsageError
@@ -92,16 +92,27 @@ def prepare_config(flavour: Flavour, quick: bool, groups: list[str]) -> Prepared
     return Prepared(flavour, img, groups, args)
 
 
-def measure(prep: Prepared, shared: bool) -> list[report.Row]:
-    """Boot a prepared image under icount and read its measurements
-    (`shared`: see _progress)."""
+@dataclass(frozen=True)
+class Measured:
+    """One config's figures: instructions (rdtsc) and the plugin's counts."""
+    rows: list[report.Row]
+    counted: list[report.Counted]
+
+
+def measure(prep: Prepared, shared: bool, plugin: Path) -> Measured:
+    """Boot a prepared image under icount and the ukl_counts plugin and
+    read its measurements (`shared`: see _progress)."""
     config_name, groups = prep.flavour.name, prep.groups
+    counts_csv = paths.logs_dir() / f"counts-bench-{prep.flavour.dir_name}.csv"
+    counts_csv.unlink(missing_ok=True)
     # norandmaps: with a random mmap base the page-fault loop's VMA lookup
     # walks a differently shaped tree in about one boot in six (5252 vs
     # 5264 instructions); fixed placement makes every boot count the same.
     opts = qemu.RunOptions(kernel=prep.img.kernel, initramfs=prep.img.initramfs, smp=1,
                            mem="1G", icount=True, gdb=False, append=["norandmaps"],
-                           program_args=prep.args)
+                           program_args=prep.args,
+                           plugin=counts.plugin_argument(plugin, counts_csv,
+                                                         counts.app_text(prep.img.kernel)))
     log = paths.logs_dir() / f"run-bench-{prep.flavour.dir_name}.log"
     log.unlink(missing_ok=True)
     done = threading.Event()
@@ -126,7 +137,13 @@ def measure(prep: Prepared, shared: bool) -> list[report.Row]:
     if len(rows) != _expected_lines(groups):
         raise UklError(f"benchmark on {config_name}: {len(rows)} measurements, expected "
                        f"{_expected_lines(groups)}; console log: {outcome.log}")
-    return rows
+    windows = counts.read(counts_csv)
+    try:
+        counted = report.counted(rows, {n: w.counts for n, w in windows.items()},
+                                 {n: w.passes for n, w in windows.items()})
+    except ValueError as e:
+        raise UklError(f"benchmark on {config_name}: {e}; counts: {counts_csv}") from e
+    return Measured(rows, counted)
 
 
 def _toolchain_beside(configs: list[Flavour]) -> Future[None] | None:
@@ -146,17 +163,18 @@ def _toolchain_beside(configs: list[Flavour]) -> Future[None] | None:
     return done
 
 
-def run_configs(configs: list[Flavour], quick: bool, groups: list[str]) -> list[report.Row]:
+def run_configs(configs: list[Flavour], quick: bool, groups: list[str]) -> Measured:
     """Every config's measurements, in order. Configs are built one after
     the other, and each is measured as soon as it is built, beside the
     next one's build and the other measurements (one guest per core): QEMU
     runs one single-threaded guest, and under icount the figures do not
     depend on what else the host is doing."""
     toolchain_done = _toolchain_beside(configs)
+    plugin = counts.build()
     # With more than one config, builds and guests overlap on the terminal.
     shared = len(configs) > 1
     guests = ThreadPoolExecutor(max_workers=max(1, min(len(configs), jobs())))
-    running: list[Future[list[report.Row]]] = []
+    running: list[Future[Measured]] = []
     try:
         for i, c in enumerate(configs, 1):
             print(f"ukl: bench config {i}/{len(configs)}: {c.name}", file=sys.stderr)
@@ -164,8 +182,10 @@ def run_configs(configs: list[Flavour], quick: bool, groups: list[str]) -> list[
                 toolchain_done.result()
             prep = prepare_config(c, quick, groups)
             if prep is not None:
-                running.append(guests.submit(measure, prep, shared))
-        return [row for r in running for row in r.result()]
+                running.append(guests.submit(measure, prep, shared, plugin))
+        done = [r.result() for r in running]
+        return Measured([row for m in done for row in m.rows],
+                        [c for m in done for c in m.counted])
     finally:
         if toolchain_done is not None and not toolchain_done.done():
             # A failure elsewhere still lets it finish (and be cached) rather
@@ -184,11 +204,14 @@ def bench(name: str, configs: list[Flavour], quick: bool, groups: list[str],
         raise UsageError(f"unknown benchmark group(s) {', '.join(unknown)}; "
                          f"choose from {', '.join(GROUP_LINES)}")
     plots.require()  # before the builds and runs, not after them
-    rows = run_configs(configs, quick, groups)
+    measured = run_configs(configs, quick, groups)
+    rows = measured.rows
     names = [c.name for c in configs]
     out = ResultsWriter(name, command)
     out.csv("results.csv", report.CSV_HEADER, report.csv_rows(rows))
-    out.markdown("results.md", report.markdown(rows, names))
+    out.csv("counts.csv", report.COUNTS_CSV_HEADER, report.counts_csv_rows(measured.counted))
+    out.markdown("results.md", report.markdown(rows, names) + "\n## What costs cycles\n\n" +
+                 report.counts_markdown(measured.counted, names))
     out.meta("meta.json", configs, qemu_mode="TCG, -icount shift=0,sleep=off, 1 CPU, 1 GiB",
              iterations=1000 if quick else 10000, groups=groups or list(GROUP_LINES),
              note=report.NOTE)

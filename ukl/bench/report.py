@@ -25,6 +25,92 @@ class Row:
     median: int
 
 
+@dataclass(frozen=True)
+class Counted:
+    """What the ukl_counts plugin saw in one measurement's timed iterations
+    (the call, the rdtsc pair and the loop's few instructions): each
+    counter's median over the iterations."""
+
+    config: str
+    op: str
+    size: int
+    iterations: int
+    per_call: dict[str, int]
+
+
+# The plugin's columns that cost cycles on hardware, as the counts table
+# shows them: (column, heading).
+COST_COLUMNS = (
+    ("insns_kernel", "kernel insns"),
+    ("entries", "transitions in"),
+    ("swapgs", "SWAPGS"),
+    ("cr3_writes", "CR3 writes"),
+    ("verw", "VERW"),
+    ("serialising", "serialising"),
+    ("indirect", "indirect branches"),
+)
+COUNTS_NOTE = ("Per call: each count's median over the timed iterations, from the "
+               "ukl_counts QEMU plugin "
+               "(qemu/plugins/ukl_counts.c): instructions in the kernel (the UKL "
+               "application's own code not included), privilege transitions into the "
+               "kernel (SYSCALL, INT n, exceptions and interrupts), SWAPGS, CR3 writes, "
+               "VERW, serialising instructions (CPUID, IRET, WRMSR, MOV to CR...) and "
+               "indirect calls and jumps. Each cell: "
+               + " / ".join(h for _, h in COST_COLUMNS) + ".")
+
+
+def counted(rows: list[Row], windows: dict[str, dict[str, int]],
+            passes: dict[str, int]) -> list[Counted]:
+    """Pair the K-th measurement with the plugin's row 0.K.med, each
+    counter's median over its iterations (guest/lebench.c flushes window 0
+    after each measurement), as the instruction figures are medians;
+    derived columns: entries (every cause) and indirect (calls and jumps)."""
+    out = []
+    for k, r in enumerate(rows):
+        name = f"0.{k}.med"
+        if name not in windows or passes[name] != r.iterations:
+            raise ValueError(f"plugin row {name} does not match measurement {r.op} "
+                             f"{r.size} ({passes.get(name)} passes, {r.iterations} "
+                             "iterations)")
+        c = dict(windows[name])
+        c["entries"] = c["entries_syscall"] + c["entries_int"] + c["entries_other"]
+        c["indirect"] = c["indirect_calls"] + c["indirect_jumps"]
+        out.append(Counted(r.config, r.op, r.size, r.iterations, c))
+    return out
+
+
+COUNTS_CSV_COLUMNS = ("insns_user", "insns_kernel", "insns_app", "entries_syscall",
+                      "entries_int", "entries_other", "exits_sysret", "exits_iret",
+                      "exits_other", "syscall", "sysret", "iret", "swapgs", "cr3_writes",
+                      "wrmsr", "verw", "lfence", "mfence", "cpuid", "serialising",
+                      "indirect_calls", "indirect_jumps", "returns")
+COUNTS_CSV_HEADER = ("config", "op", "size", "iterations", *COUNTS_CSV_COLUMNS)
+
+
+def counts_csv_rows(rows: list[Counted]) -> list[tuple[object, ...]]:
+    return [(r.config, r.op, r.size, r.iterations,
+             *(r.per_call[c] for c in COUNTS_CSV_COLUMNS)) for r in rows]
+
+
+def counts_markdown(rows: list[Counted], configs: list[str]) -> str:
+    """One row per operation (the table's sizes), a cell per config."""
+    by_key = {(r.config, r.op, r.size): r for r in rows}
+    ops = [r.op for r in rows]
+    keys = sorted({(r.op, r.size) for r in rows}, key=lambda k: (_op_order(ops, k[0]), k[1]))
+    head = ["operation", "size", *configs]
+    lines = [COUNTS_NOTE, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for op, size in keys:
+        if size not in TABLE_SIZES:
+            continue
+        cells = [op, str(size) if size else "-"]
+        for c in configs:
+            r = by_key.get((c, op, size))
+            cells.append(" / ".join(str(r.per_call[k]) for k, _ in COST_COLUMNS)
+                         if r else "n/a")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def parse(console: str, config: str) -> list[Row]:
     """The `bench,OP,SIZE,ITERATIONS,MIN,MEDIAN` lines of one guest run."""
     rows = []
@@ -59,7 +145,8 @@ def markdown(rows: list[Row], configs: list[str]) -> str:
     """Stock (the first config) vs each other config: medians and ratios."""
     base = configs[0]
     by_key = index(rows)
-    keys = sorted({(r.op, r.size) for r in rows}, key=lambda k: (_op_order(rows, k[0]), k[1]))
+    ops = [r.op for r in rows]
+    keys = sorted({(r.op, r.size) for r in rows}, key=lambda k: (_op_order(ops, k[0]), k[1]))
     head = ["operation", "size"] + [f"{c} median (min)" for c in configs] + \
         [f"{c}/{base}" for c in configs[1:]]
     lines = [NOTE, "",
@@ -81,9 +168,6 @@ def markdown(rows: list[Row], configs: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _op_order(rows: list[Row], op: str) -> int:
+def _op_order(ops: list[str], op: str) -> int:
     """Keep the guest's order of operations."""
-    for i, r in enumerate(rows):
-        if r.op == op:
-            return i
-    return len(rows)
+    return ops.index(op) if op in ops else len(ops)
