@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROGRAMS, ukl
-from ukl.bench import report
+from ukl.bench import anchors, report
+from ukl.common.errors import UklError
 from ukl.kbuild import flavour
 from ukl.results import ResultsWriter
 
@@ -68,6 +69,12 @@ def test_quick_subset_is_repeatable(tmp_path: Path, stock_kernel, ukl_kernel) ->
     assert counted[("ukl", "getppid")]["entries_syscall"] == "0"
     assert counted[("ukl", "getppid")]["swapgs"] == "0"
     assert "## What costs cycles" in (tmp_path / "first" / "results.md").read_text()
+    # Native anchors from the same run, labelled as the host's.
+    native = json.loads((tmp_path / "first" / "meta.json").read_text())["native_anchors"]
+    assert "build host" in native["measured_on"]
+    figures = native["figures"]
+    assert set(figures) == {"call", "syscall", "getppid", "verw"}
+    assert 0 < figures["call"]["ns"] < figures["syscall"]["ns"], figures
     rows = report.read_csv(tmp_path / "first" / "results.csv")
     getppid = {r.config: r.median for r in rows if r.op == "getppid"}
     # The brief measured about 205 instructions for stock getppid.
@@ -148,3 +155,12 @@ def test_counts_pair_with_measurements_and_show_per_call() -> None:
         report.counted(rows, windows, {**passes, "0.2.med": 9999})
     with pytest.raises(ValueError, match="0.2.med"):
         report.counted(rows, {k: v for k, v in windows.items() if k != "0.2.med"}, passes)
+
+
+def test_native_anchor_lines_are_checked() -> None:
+    found = anchors.parse("noise\nanchor,call,0.33,0.8\nanchor,syscall,64.77,168.3\n"
+                          "anchor,getppid,73.61,191.3\nanchor,verw,20.33,52.8\n")
+    assert [(a.name, a.ns) for a in found][1] == ("syscall", 64.77)
+    assert "| null system call (`syscall(-1)`) | 64.77 | 168.3 |" in anchors.markdown(found)
+    with pytest.raises(UklError, match="expected"):
+        anchors.parse("anchor,call,0.33,0.8\n")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ukl import pipeline
-from ukl.bench import counts, plots, report
+from ukl.bench import anchors, counts, plots, report
 from ukl.common import paths
 from ukl.common.buildenv import jobs
 from ukl.common.errors import UklError, UsageError
@@ -204,6 +204,7 @@ def bench(name: str, configs: list[Flavour], quick: bool, groups: list[str],
         raise UsageError(f"unknown benchmark group(s) {', '.join(unknown)}; "
                          f"choose from {', '.join(GROUP_LINES)}")
     plots.require()  # before the builds and runs, not after them
+    native = anchors.measure()
     measured = run_configs(configs, quick, groups)
     rows = measured.rows
     names = [c.name for c in configs]
@@ -211,10 +212,11 @@ def bench(name: str, configs: list[Flavour], quick: bool, groups: list[str],
     out.csv("results.csv", report.CSV_HEADER, report.csv_rows(rows))
     out.csv("counts.csv", report.COUNTS_CSV_HEADER, report.counts_csv_rows(measured.counted))
     out.markdown("results.md", report.markdown(rows, names) + "\n## What costs cycles\n\n" +
-                 report.counts_markdown(measured.counted, names))
+                 report.counts_markdown(measured.counted, names) +
+                 "\n## Native anchors\n\n" + anchors.markdown(native))
     out.meta("meta.json", configs, qemu_mode="TCG, -icount shift=0,sleep=off, 1 CPU, 1 GiB",
              iterations=1000 if quick else 10000, groups=groups or list(GROUP_LINES),
-             note=report.NOTE)
+             note=report.NOTE, native_anchors=anchors.meta(native))
     plots.write_all(rows, names, out.dir)
     return out.dir
 
