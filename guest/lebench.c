@@ -10,6 +10,7 @@
  *
  * Output, one line per measurement, for `ukl bench` to collect:
  *   bench,OP,SIZE,ITERATIONS,MIN,MEDIAN
+ * after the kernel's view of the CPU's bugs, "vuln NAME: STATUS".
  *
  * Usage: lebench [--bypass] [--shortcuts] [--quick] [GROUP...]
  *   (no GROUP: all of them)
@@ -19,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -288,6 +290,39 @@ static void bench_fork(void)
 		((pid = fork()) == 0 ? _exit(0) : (void)waitpid(pid, NULL, 0)), (void)0);
 }
 
+/*
+ * Which CPU bugs the kernel found and how it mitigates them, one line per
+ * file of /sys/devices/system/cpu/vulnerabilities: "vuln NAME: STATUS".
+ * `ukl bench` records them and checks a deployed flavour's mitigations.
+ */
+static void print_vulnerabilities(void)
+{
+	static const char dir[] = "/sys/devices/system/cpu/vulnerabilities";
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[512], status[256];
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(status, sizeof(status), f)) {
+			status[strcspn(status, "\n")] = '\0';
+			printf("vuln %s: %s\n", e->d_name, status);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	fflush(stdout);
+}
+
 struct group {
 	const char *name;
 	void (*run)(void);
@@ -336,6 +371,7 @@ int main(int argc, char **argv)
 	/* Pre-fault every buffer the measurements touch. */
 	memset(samples, 0, iterations * sizeof(*samples));
 	memset(buf, 0x5a, MAX_SIZE);
+	print_vulnerabilities();
 
 	for (unsigned int g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 		int wanted = argc <= first;

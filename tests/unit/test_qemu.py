@@ -148,3 +148,16 @@ def test_unknown_cpu_model_is_one_error_line() -> None:
     assert res.stderr.strip().count("\n") == 0, res.stderr
     assert res.stderr.startswith("ukl: error: --cpu nosuch: this QEMU has no CPU model"), \
         res.stderr
+
+
+def test_vulnerabilities_and_missing_mitigations() -> None:
+    from ukl.qemu import models
+    console = ("boot\nvuln meltdown: Mitigation: PTI\nvuln mds: Mitigation: Clear CPU buffers; "
+               "SMT Host state unknown\nvuln spectre_v2: Mitigation: Retpolines, IBPB\n")
+    vulns = models.parse_vulnerabilities(console)
+    assert vulns["meltdown"] == "Mitigation: PTI"
+    assert models.vendor_of("Skylake-Client") == "intel" and models.vendor_of("max") is None
+    assert models.missing_mitigations(vulns, "intel") == [
+        "indirect_target_selection: 'absent' lacks 'Mitigation'"]
+    assert models.missing_mitigations({**vulns, "indirect_target_selection": "Mitigation: x"},
+                                      "intel") == []

@@ -24,7 +24,7 @@ from ukl.image import image
 from ukl.image.initramfs import InitramfsSpec
 from ukl.kbuild.flavour import Flavour
 from ukl.qemu import command as qemu
-from ukl.qemu import run
+from ukl.qemu import models, run
 from ukl.results import ResultsWriter, results_dir
 
 LEBENCH = paths.REPO_ROOT / "guest" / "lebench.c"
@@ -94,9 +94,24 @@ def prepare_config(flavour: Flavour, quick: bool, groups: list[str]) -> Prepared
 
 @dataclass(frozen=True)
 class Measured:
-    """One config's figures: instructions (rdtsc) and the plugin's counts."""
+    """Figures of one or more configs: instructions (rdtsc), the plugin's
+    counts, and what each config's kernel said of the CPU's bugs."""
     rows: list[report.Row]
     counted: list[report.Counted]
+    vulnerabilities: dict[str, dict[str, str]]
+
+
+def check_mitigations(flavour: Flavour, vulns: dict[str, str]) -> None:
+    """A flavour built with the CPU mitigations, booted on a vendor model,
+    must show them on: else it would be measured as deployed without
+    being so."""
+    vendor = models.vendor_of(flavour.cpu)
+    if flavour.kconfig.get("CONFIG_CPU_MITIGATIONS") != "y" or vendor is None:
+        return
+    missing = models.missing_mitigations(vulns, vendor)
+    if missing:
+        raise UklError(f"{flavour.name} on {flavour.cpu}: mitigations not active: "
+                       + "; ".join(missing))
 
 
 def measure(prep: Prepared, shared: bool, plugin: Path) -> Measured:
@@ -109,7 +124,8 @@ def measure(prep: Prepared, shared: bool, plugin: Path) -> Measured:
     # walks a differently shaped tree in about one boot in six (5252 vs
     # 5264 instructions); fixed placement makes every boot count the same.
     opts = qemu.RunOptions(kernel=prep.img.kernel, initramfs=prep.img.initramfs, smp=1,
-                           mem="1G", icount=True, gdb=False, append=["norandmaps"],
+                           mem="1G", cpu=prep.flavour.cpu, icount=True, gdb=False,
+                           append=["norandmaps"],
                            program_args=prep.args,
                            plugin=counts.plugin_argument(plugin, counts_csv,
                                                          counts.app_text(prep.img.kernel)))
@@ -133,7 +149,10 @@ def measure(prep: Prepared, shared: bool, plugin: Path) -> Measured:
     if outcome.complaints:
         raise UklError(f"benchmark on {config_name}: the kernel complained "
                        f"({outcome.complaints[0]}); console log: {outcome.log}")
-    rows = report.parse(outcome.log.read_text(errors="replace"), config_name)
+    console = outcome.log.read_text(errors="replace")
+    vulns = models.parse_vulnerabilities(console)
+    check_mitigations(prep.flavour, vulns)
+    rows = report.parse(console, config_name)
     if len(rows) != _expected_lines(groups):
         raise UklError(f"benchmark on {config_name}: {len(rows)} measurements, expected "
                        f"{_expected_lines(groups)}; console log: {outcome.log}")
@@ -143,7 +162,7 @@ def measure(prep: Prepared, shared: bool, plugin: Path) -> Measured:
                                  {n: w.passes for n, w in windows.items()})
     except ValueError as e:
         raise UklError(f"benchmark on {config_name}: {e}; counts: {counts_csv}") from e
-    return Measured(rows, counted)
+    return Measured(rows, counted, {config_name: vulns})
 
 
 def _toolchain_beside(configs: list[Flavour]) -> Future[None] | None:
@@ -185,7 +204,8 @@ def run_configs(configs: list[Flavour], quick: bool, groups: list[str]) -> Measu
                 running.append(guests.submit(measure, prep, shared, plugin))
         done = [r.result() for r in running]
         return Measured([row for m in done for row in m.rows],
-                        [c for m in done for c in m.counted])
+                        [c for m in done for c in m.counted],
+                        {k: v for m in done for k, v in m.vulnerabilities.items()})
     finally:
         if toolchain_done is not None and not toolchain_done.done():
             # A failure elsewhere still lets it finish (and be cached) rather
@@ -214,9 +234,12 @@ def bench(name: str, configs: list[Flavour], quick: bool, groups: list[str],
     out.markdown("results.md", report.markdown(rows, names) + "\n## What costs cycles\n\n" +
                  report.counts_markdown(measured.counted, names) +
                  "\n## Native anchors\n\n" + anchors.markdown(native))
-    out.meta("meta.json", configs, qemu_mode="TCG, -icount shift=0,sleep=off, 1 CPU, 1 GiB",
+    out.meta("meta.json", configs,
+             qemu_mode="TCG, -icount shift=0,sleep=off, 1 CPU, 1 GiB, the config's CPU model",
              iterations=1000 if quick else 10000, groups=groups or list(GROUP_LINES),
-             note=report.NOTE, native_anchors=anchors.meta(native))
+             note=report.NOTE, native_anchors=anchors.meta(native),
+             cpu_models={c.name: c.cpu for c in configs},
+             vulnerabilities=measured.vulnerabilities)
     plots.write_all(rows, names, out.dir)
     return out.dir
 

@@ -14,15 +14,21 @@ SUMMARY = "build kernel flavours (incremental, ccache), or list them and the UKL
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["build", "list"])
     p.add_argument("flavours", nargs="*", metavar="FLAVOUR",
-                   help="named flavours or BASE+OPTION+... (default: every named flavour)")
+                   help="named flavours or BASE+OPTION+... (default: every named flavour "
+                   "but those built on demand)")
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
-    names = args.flavours or list(flavour.named())
-    wanted = flavour.get_all(names)
+    if args.flavours:
+        wanted = flavour.get_all(args.flavours)
+    elif args.action == "list":
+        wanted = list(flavour.named().values())
+    else:
+        wanted = [f for f in flavour.named().values() if not f.on_demand]
     if args.action == "list":
         for f in wanted:
-            print(f"{f.name:14} {f.description}")
+            note = " (built on demand)" if f.on_demand else ""
+            print(f"{f.name:14} {f.description}{note}")
         if not args.flavours:
             print("\nUKL options (compose them as ukl+OPTION+...; kernel/options.ini):")
             for o in table().values():

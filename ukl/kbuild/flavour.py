@@ -13,6 +13,7 @@ marked `flavour = yes`. Any other combination is BASE+OPTION+...
 from __future__ import annotations
 
 import configparser
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,12 @@ class Flavour:
     kconfig: dict[str, str] = field(compare=False, repr=False)
     # The UKL options on, in the table's order.
     options: tuple[Option, ...] = field(compare=False)
+    # Built only when a command asks for it, not by `ukl kernel build`
+    # without names (`make kernel`): the performance runs' flavours.
+    on_demand: bool = field(default=False, compare=False)
+    # The QEMU CPU model its measurements boot with: a vendor model for a
+    # flavour whose mitigations Linux turns on only for that vendor's bugs.
+    cpu: str = field(default="max", compare=False)
 
     @property
     def is_ukl(self) -> bool:
@@ -104,8 +111,10 @@ def parse_named(ini: Path = FLAVOURS_INI, configs: Path = CONFIGS_DIR) -> dict[s
     named: dict[str, Flavour] = {}
     for name in parser.sections():
         if "fragments" in parser[name]:
-            named[name] = make(name, parser[name].get("description", ""),
-                               tuple(configs / f for f in parser[name]["fragments"].split()))
+            named[name] = _settings(make(name, parser[name].get("description", ""),
+                                         tuple(configs / f
+                                               for f in parser[name]["fragments"].split())),
+                                    parser[name], None, ini)
     if "ukl" in named:
         for opt in table().values():
             if opt.own_flavour:
@@ -119,9 +128,22 @@ def parse_named(ini: Path = FLAVOURS_INI, configs: Path = CONFIGS_DIR) -> dict[s
         if row.get("base") not in named:
             raise UklError(f"{ini} [{name}]: give `fragments`, or `base` (a flavour "
                            "made of fragments) and `options`")
-        named[name] = _with_options(name, row.get("description", ""), named[row["base"]],
-                                    row.get("options", "").split())
+        base = named[row["base"]]
+        named[name] = _settings(_with_options(name, row.get("description", ""), base,
+                                              row.get("options", "").split()),
+                                row, base, ini)
     return named
+
+
+def _settings(f: Flavour, row: configparser.SectionProxy, base: Flavour | None,
+              ini: Path) -> Flavour:
+    """`on-demand` and `cpu` from the flavour's section, else its base's."""
+    unknown = set(row) - {"description", "fragments", "base", "options", "on-demand", "cpu"}
+    if unknown:
+        raise UklError(f"{ini} [{f.name}]: unknown keys: {', '.join(sorted(unknown))}")
+    on_demand = row.getboolean("on-demand", base.on_demand if base else False)
+    cpu = row.get("cpu", base.cpu if base else "max")
+    return dataclasses.replace(f, on_demand=on_demand, cpu=cpu)
 
 
 @functools.cache

@@ -7,7 +7,51 @@ import functools
 import subprocess
 
 from ukl.common.errors import UsageError
-from ukl.qemu.command import QEMU, check_cpu
+from ukl.qemu.command import CPU_MODELS, QEMU, check_cpu
+
+# What /sys/devices/system/cpu/vulnerabilities must say (a substring of
+# each named file) on each vendor's model (command.CPU_MODELS) when the
+# kernel has the CPU mitigations (kernel/configs/mitigations.config): the
+# mitigations are on, not merely the bugs found. TCG has no microcode, so
+# some read "Vulnerable: ... attempted, no microcode" while the
+# mitigation's code still runs.
+MITIGATIONS = {
+    "intel": {
+        "spectre_v2": "Mitigation: Retpolines",
+        "mds": "Clear CPU buffers",
+        "meltdown": "Mitigation: PTI",
+        "indirect_target_selection": "Mitigation",
+    },
+    "amd": {
+        "spectre_v2": "Mitigation: Retpolines",
+        "spec_rstack_overflow": "Mitigation: safe RET",
+        "retbleed": "Mitigation: untrained return thunk",
+    },
+}
+
+
+def vendor_of(cpu: str) -> str | None:
+    """"intel" or "amd" for the vendor models of CPU_MODELS, else None."""
+    model = cpu.split(",", 1)[0]
+    return next((v for v, m in CPU_MODELS.items() if m == model), None)
+
+
+def parse_vulnerabilities(console: str) -> dict[str, str]:
+    """The guest's "vuln NAME: STATUS" lines (guest/lebench.c,
+    tests/programs/cpu_vulns.c)."""
+    found = {}
+    for line in console.splitlines():
+        line = line.strip()
+        if line.startswith("vuln ") and ": " in line:
+            name, status = line[5:].split(": ", 1)
+            found[name] = status
+    return found
+
+
+def missing_mitigations(vulns: dict[str, str], vendor: str) -> list[str]:
+    """The vendor's expected mitigations that `vulns` does not show on."""
+    return [f"{name}: {vulns.get(name, 'absent')!r} lacks {want!r}"
+            for name, want in MITIGATIONS[vendor].items() if want not in vulns.get(name, "")]
 
 
 @functools.lru_cache(maxsize=1)
