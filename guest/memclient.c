@@ -9,7 +9,11 @@
  * reported "requests per second" are requests per 10^9 guest instructions.
  *
  * Output: appbench,memcached,OP,REQUESTS_PER_SECOND   (OP: SET, GET)
- * Usage: memclient HOST PORT THREADS REQUESTS
+ * Usage: memclient HOST PORT THREADS REQUESTS [CONTROL_PORT]
+ *
+ * With CONTROL_PORT it runs on the host instead (`ukl bench-apps --client
+ * host`): around each phase it asks guest/count_window.c, on that port of
+ * HOST, to open and close a counting window (0: SET, 1: GET).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -25,6 +29,7 @@
 
 static struct sockaddr_in server;
 static long requests;
+static FILE *control_in, *control_out;
 static pthread_barrier_t phase;
 
 static void die(const char *what)
@@ -110,14 +115,43 @@ static void *client(void *arg)
 	return NULL;
 }
 
+/* Ask count_window to open or close a window, and wait until it has. */
+static void control(const char *what, int window)
+{
+	char reply[64];
+
+	if (!control_out)
+		return;
+	fprintf(control_out, "%s %d\n", what, window);
+	fflush(control_out);
+	if (!fgets(reply, sizeof(reply), control_in) || strncmp(reply, "ok ", 3)) {
+		fprintf(stderr, "memclient: count_window: %s", reply);
+		exit(1);
+	}
+}
+
+static void connect_control(const char *port)
+{
+	struct sockaddr_in addr = server;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	addr.sin_port = htons(atoi(port));
+	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)))
+		die("connect to count_window");
+	control_in = fdopen(fd, "r");
+	control_out = fdopen(dup(fd), "w");
+	if (!control_in || !control_out)
+		die("fdopen");
+}
+
 int main(int argc, char **argv)
 {
 	long threads;
 	pthread_t *tids;
 	double t0, t1, t2;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: memclient HOST PORT THREADS REQUESTS\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: memclient HOST PORT THREADS REQUESTS [CONTROL_PORT]\n");
 		return 2;
 	}
 	server.sin_family = AF_INET;
@@ -129,17 +163,23 @@ int main(int argc, char **argv)
 	tids = calloc(threads, sizeof(*tids));
 	if (threads < 1 || requests < 1 || !tids)
 		return 2;
+	if (argc == 6)
+		connect_control(argv[5]);
 	pthread_barrier_init(&phase, NULL, threads + 1);
 	for (long i = 0; i < threads; i++)
 		if (pthread_create(&tids[i], NULL, client, (void *)i))
 			die("pthread_create");
+	control("begin", 0);
 	pthread_barrier_wait(&phase);
 	t0 = now();
 	pthread_barrier_wait(&phase);
 	t1 = now();
+	control("end", 0);
+	control("begin", 1);
 	pthread_barrier_wait(&phase);
 	pthread_barrier_wait(&phase);
 	t2 = now();
+	control("end", 1);
 	for (long i = 0; i < threads; i++)
 		pthread_join(tids[i], NULL);
 	printf("appbench,memcached,SET,%.0f\n", threads * requests / (t1 - t0));

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ukl.bench import apps
+from ukl.bench import apps, apps_host
 from ukl.cli.args import Invocation, add_configs, flavours
+from ukl.common.errors import UsageError
 
 SUMMARY = "Redis/memcached throughput on every config, under icount -> results/NAME/apps.*"
 
@@ -17,9 +18,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_configs(p, "stock,ukl,ukl-byp")
     p.add_argument("--requests", type=int, default=20000,
                    help="requests per operation (default 20000)")
+    p.add_argument("--client", choices=["guest", "host"], default="guest",
+                   help="where the load generator runs: in the guest beside the server "
+                   "(throughput per guest instruction; default), or on the host through the "
+                   "port forward (the server side only: guest instructions and privilege "
+                   "transitions per request, from the ukl_counts plugin) -> apps-host.*")
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
+    if args.requests < 1:
+        raise UsageError("--requests must be at least 1")
+    if args.client == "host":
+        out = apps_host.bench_apps_host(args.name, list(args.apps), flavours(args.configs),
+                                        args.requests, inv.command_line)
+        print(f"ukl: results in {out} (apps-host.md, apps-host.csv, apps-host-meta.json)",
+              file=sys.stderr)
+        return 0
     out = apps.bench_apps(args.name, list(args.apps), flavours(args.configs), args.requests,
                           inv.command_line)
     print(f"ukl: results in {out} (apps.md, apps.csv, apps-meta.json)", file=sys.stderr)

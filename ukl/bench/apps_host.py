@@ -1,0 +1,246 @@
+"""`ukl bench-apps --client host`: the server side only. The load
+generator runs on the host and reaches the server through QEMU's port
+forward, so everything the guest executes is the server's: its code, the
+network stack, interrupts. The ukl_counts plugin counts it, per request,
+in windows that guest/count_window.c opens and closes when the host says
+(the client's own work is not the guest's).
+
+Per application and operation: guest instructions per request (at CPL3,
+in the kernel, in the UKL application), privilege transitions per request
+and their causes, SWAPGS, CR3 writes, VERW and serialising instructions.
+Output, results/NAME/: apps-host.md, apps-host.csv, apps-host-meta.json.
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ukl import pipeline
+from ukl.app import process
+from ukl.app.debian import build as debbuild
+from ukl.bench import counts
+from ukl.common import paths
+from ukl.common.errors import UklError, UsageError
+from ukl.image.initramfs import InitramfsSpec
+from ukl.kbuild.flavour import Flavour
+from ukl.qemu import command as qemu
+from ukl.qemu import run
+from ukl.results import ResultsWriter
+
+COUNT_WINDOW = paths.REPO_ROOT / "guest" / "count_window.c"
+MEMCLIENT = paths.REPO_ROOT / "guest" / "memclient.c"
+CONTROL_PORT = 7777
+HOST_CONTROL_PORT = 17777
+CLIENTS = 4
+RUN_TIMEOUT = 3600.0
+READY_WITHIN = 600.0
+
+
+@dataclass(frozen=True)
+class Server:
+    package: str
+    guest_port: int
+    host_port: int
+    # The request that says the server answers, and the reply's start.
+    ping: bytes
+    pong: bytes
+    shutdown: bytes
+    ops: tuple[str, ...]
+
+
+SERVERS = {
+    "redis": Server("redis", 6379, 16379, b"PING\r\n", b"+PONG", b"SHUTDOWN NOSAVE\r\n",
+                    ("SET", "GET")),
+    "memcached": Server("memcached", 11211, 11211 + 10000, b"version\r\n", b"VERSION",
+                        b"shutdown\r\n", ("SET", "GET")),
+}
+
+# Per-request columns of the report: (plugin counter or derived, heading).
+COLUMNS = (
+    ("insns", "guest insns"),
+    ("insns_user", "CPL3"),
+    ("insns_kernel", "kernel"),
+    ("insns_app", "UKL app"),
+    ("entries", "transitions in"),
+    ("entries_syscall", "by SYSCALL"),
+    ("swapgs", "SWAPGS"),
+    ("cr3_writes", "CR3 writes"),
+    ("verw", "VERW"),
+    ("serialising", "serialising"),
+)
+
+
+@dataclass(frozen=True)
+class Served:
+    config: str
+    app: str
+    op: str
+    requests: int
+    per_request: dict[str, float]
+
+
+def _answers(port: int, server: Server) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
+            conn.sendall(server.ping)
+            return conn.recv(64).startswith(server.pong)
+    except OSError:
+        return False
+
+
+def _wait_ready(server: Server, booting: threading.Thread) -> None:
+    deadline = time.monotonic() + READY_WITHIN
+    while not _answers(server.host_port, server):
+        if not booting.is_alive() or time.monotonic() > deadline:
+            raise UklError(f"{server.package} did not answer on port {server.host_port}")
+        time.sleep(1)
+
+
+class _Control:
+    """The connection to guest/count_window.c."""
+
+    def __init__(self) -> None:
+        self.conn = socket.create_connection(("127.0.0.1", HOST_CONTROL_PORT), timeout=600)
+        self.lines = self.conn.makefile("r")
+
+    def say(self, what: str, window: int) -> None:
+        self.conn.sendall(f"{what} {window}\n".encode())
+        reply = self.lines.readline()
+        if reply != f"ok {window}\n":
+            raise UklError(f"count_window answered {reply!r} to {what} {window}")
+
+    def close(self) -> None:
+        self.lines.close()
+        self.conn.close()
+
+
+def _load(app: str, server: Server, requests: int) -> None:
+    """Run the host's client against the server, each operation in its
+    counting window (window k: server.ops[k])."""
+    if app == "redis":
+        tools = {t.name: t for t in debbuild.build("redis", ukl=False).tools}
+        control = _Control()
+        try:
+            for k, op in enumerate(server.ops):
+                control.say("begin", k)
+                subprocess.run([str(tools["redis-benchmark"]), "-h", "127.0.0.1", "-p",
+                                str(server.host_port), "-n", str(requests), "-c", str(CLIENTS),
+                                "-t", op.lower(), "-q"], check=True, capture_output=True,
+                               timeout=RUN_TIMEOUT)
+                control.say("end", k)
+        finally:
+            control.close()
+    else:
+        memclient = process.compile_static([MEMCLIENT], "memclient-host")
+        subprocess.run([str(memclient), "127.0.0.1", str(server.host_port), str(CLIENTS),
+                        str(max(requests // CLIENTS, 1)), str(HOST_CONTROL_PORT)],
+                       check=True, capture_output=True, timeout=RUN_TIMEOUT)
+
+
+def _stop(server: Server) -> None:
+    try:
+        with socket.create_connection(("127.0.0.1", server.host_port), timeout=20) as conn:
+            conn.sendall(server.shutdown)
+            conn.recv(64)
+    except OSError:
+        pass
+
+
+def run_app(app: str, flavour: Flavour, requests: int, plugin: Path) -> list[Served]:
+    server = SERVERS[app]
+    window_tool = process.compile_static([COUNT_WINDOW], "count_window",
+                                         [f"-I{COUNT_WINDOW.parent}"])
+    spec = InitramfsSpec(helpers=[f"/usr/bin/count_window {CONTROL_PORT}"],
+                         files=[(window_tool, "/usr/bin/count_window")])
+    name = f"appbench-host-{app}-{flavour.dir_name}"
+    img = pipeline.build_debian_image(name, flavour, server.package, spec)
+    counts_csv = paths.logs_dir() / f"counts-{name}.csv"
+    counts_csv.unlink(missing_ok=True)
+    opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=1, mem="1G",
+                           cpu=flavour.cpu, icount=True, append=list(flavour.boot_args),
+                           forwards=[(server.host_port, server.guest_port),
+                                     (HOST_CONTROL_PORT, CONTROL_PORT)],
+                           plugin=counts.plugin_argument(plugin, counts_csv,
+                                                         counts.app_text(img.kernel)))
+    print(f"   [bench-apps] {app} on {flavour.name}, clients on the host ...", file=sys.stderr)
+    outcome: list[run.Outcome] = []
+    booting = threading.Thread(target=lambda: outcome.append(
+        run.run(opts, log_name=name, timeout=RUN_TIMEOUT, echo=False)))
+    booting.start()
+    try:
+        _wait_ready(server, booting)
+        _load(app, server, requests)
+    finally:
+        _stop(server)
+        booting.join()
+    done = outcome[0] if outcome else None
+    if done is None or done.exit_code != 0 or done.complaints:
+        why = (done.complaints[0] if done and done.complaints else
+               f"status {done.exit_code if done else 'none'}")
+        raise UklError(f"{app} on {flavour.name} ({why}); console log: "
+                       f"{done.log if done else paths.logs_dir()}")
+    windows = counts.read(counts_csv)
+    served = []
+    for k, op in enumerate(server.ops):
+        w = windows.get(str(k))
+        if w is None or w.passes != 1:
+            raise UklError(f"{app} on {flavour.name}: no counting window for {op} "
+                           f"({counts_csv})")
+        c = dict(w.counts)
+        c["insns"] = c["insns_user"] + c["insns_kernel"] + c["insns_app"]
+        c["entries"] = c["entries_syscall"] + c["entries_int"] + c["entries_other"]
+        served.append(Served(flavour.name, app, op, requests,
+                             {key: value / requests for key, value in c.items()}))
+    return served
+
+
+def markdown(rows: list[Served], configs: list[str]) -> str:
+    base = configs[0]
+    lines = [f"Per request, everything the guest executed while a client on the host sent "
+             f"its requests ({CLIENTS} connections) through QEMU's port forward: the server, "
+             "the network stack, interrupts (and the few system calls that open and close "
+             "each counting window). Counted by the ukl_counts QEMU plugin under "
+             "`-icount shift=0,sleep=off`; instructions, not time.", "",
+             "| app | op | config | " + " | ".join(h for _, h in COLUMNS) +
+             f" | {base} insns / these |", "|---|---|---|" + "---|" * (len(COLUMNS) + 1)]
+    index = {(r.config, r.app, r.op): r for r in rows}
+    for app, op in dict.fromkeys((r.app, r.op) for r in rows):
+        first = index.get((base, app, op))
+        for c in configs:
+            r = index.get((c, app, op))
+            if r is None:
+                continue
+            ratio = (f"{first.per_request['insns'] / r.per_request['insns']:.2f}"
+                     if first and r.per_request["insns"] else "-")
+            cells = [f"{r.per_request[k]:.1f}" if k.startswith("insns") else
+                     f"{r.per_request[k]:.3f}" for k, _ in COLUMNS]
+            lines.append(f"| {app} | {op} | {c} | " + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def bench_apps_host(name: str, apps: list[str], configs: list[Flavour], requests: int,
+                    command: str) -> Path:
+    unknown = [a for a in apps if a not in SERVERS]
+    if unknown:
+        raise UsageError(f"unknown app(s) {', '.join(unknown)}; choose from "
+                         f"{', '.join(SERVERS)}")
+    plugin = counts.build()
+    rows: list[Served] = []
+    for app in apps or list(SERVERS):
+        for c in configs:
+            rows += run_app(app, c, requests, plugin)
+    out = ResultsWriter(name, command)
+    keys = [k for k, _ in COLUMNS]
+    out.csv("apps-host.csv", ("config", "app", "op", "requests", *keys),
+            [(r.config, r.app, r.op, r.requests, *(f"{r.per_request[k]:.3f}" for k in keys))
+             for r in rows])
+    out.markdown("apps-host.md", markdown(rows, [c.name for c in configs]))
+    out.meta("apps-host-meta.json", configs, requests=requests, clients=CLIENTS,
+             client="the host, through QEMU's port forward",
+             cpu_models={c.name: c.cpu for c in configs})
+    return out.dir
