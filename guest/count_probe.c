@@ -5,12 +5,13 @@
  * body PROBE_N times; the test checks each count exactly.
  *
  *   0  a loop of 2 * PROBE_N + 1 instructions (mov; dec, jnz ...)
- *   1  PROBE_N system calls syscall(-1) (ENOSYS)
+ *   1  PROBE_N system calls syscall(-1) (ENOSYS), one a pass (rows 1.0, 1.0.med)
  *   2  PROBE_N CPUID
  *   3  PROBE_N LFENCE and PROBE_N MFENCE
  *   4  PROBE_N VERW
  *   5  PROBE_N indirect calls of a function that only returns
  *   6  flushed twice: 3 passes of one CPUID (row 6.0), then 5 (row 6.1)
+ *   7  PROBE_FORKS passes of fork and wait (rows 7.0, 7.0.med)
  *
  * --bypass turns UKL_BYP system call bypass on first (UKL toolchain only).
  */
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #if __has_include(<ukl.h>)
 #include <ukl.h>
 #endif
@@ -25,6 +27,7 @@
 #include "ukl_marks.h"
 
 #define PROBE_N 1000
+#define PROBE_FORKS 20
 
 void probe_ret(void);
 __asm__(".text\n.globl probe_ret\n.type probe_ret, @function\nprobe_ret:\n\tret\n"
@@ -57,6 +60,7 @@ int main(int argc, char **argv)
 		syscall(-1);
 		UKL_COUNT_END(1);
 	}
+	UKL_COUNT_FLUSH(1);
 
 	UKL_COUNT_BEGIN(2);
 	for (i = 0; i < PROBE_N; i++) {
@@ -93,6 +97,19 @@ int main(int argc, char **argv)
 		}
 		UKL_COUNT_FLUSH(6);
 	}
+
+	/* A fork child's first return to user mode runs no user block. */
+	for (i = 0; i < PROBE_FORKS; i++) {
+		pid_t pid;
+
+		UKL_COUNT_BEGIN(7);
+		pid = fork();
+		if (pid == 0)
+			_exit(0);
+		waitpid(pid, NULL, 0);
+		UKL_COUNT_END(7);
+	}
+	UKL_COUNT_FLUSH(7);
 
 	printf("count_probe: done\n");
 	return 0;

@@ -14,6 +14,7 @@ from ukl.bench import counts
 pytestmark = pytest.mark.boot
 PROBE = REPO / "guest" / "count_probe.c"
 N = 1000
+FORKS = 20
 
 
 def _count(image: str, tmp_path: Path, *args: str) -> dict[str, counts.Window]:
@@ -48,15 +49,23 @@ def test_counts_on_stock(stock_kernel: Path, tmp_path: Path) -> None:
     image = build_image("count-probe-stock", str(PROBE), "--kernel", "stock")
     w = _count(image, tmp_path)
     _check_known_instructions(w, "insns_user")
-    calls = w["1"]
     # Every syscall(-1) enters with SYSCALL and leaves with SYSRET, and
-    # swaps GS both ways; all else runs in user mode.
-    assert calls.passes == N
-    assert calls.counts["syscall"] == calls.counts["entries_syscall"] == N
-    assert calls.counts["exits_sysret"] == N and calls.counts["entries_other"] == 0
-    assert calls.counts["swapgs"] == 2 * N
-    assert calls.counts["insns_kernel"] > 0 and calls.counts["insns_app"] == 0
+    # swaps GS both ways; all else runs in user mode. Exact in every pass
+    # (the median), and in the sums but for what interrupts add.
+    calls, each = w["1.0"].counts, w["1.0.med"].counts
+    assert w["1.0"].passes == N
+    assert calls["syscall"] == calls["entries_syscall"] == N
+    assert calls["exits_sysret"] == N and calls["lost_user_blocks"] == 0
+    assert calls["swapgs"] == 2 * calls["entries"]
+    assert (each["entries"], each["entries_syscall"], each["exits_sysret"], each["swapgs"]) == \
+        (1, 1, 1, 2)
+    assert each["insns_kernel"] > 0 and each["insns_app"] == 0
     assert w["total"].counts["insns_app"] == 0
+    # A fork child's first return faults on fetching its return address:
+    # counted as an exit and an entry that ran no user block.
+    forks = w["7.0.med"].counts
+    assert w["7.0"].passes == FORKS
+    assert forks["lost_user_blocks"] >= 1 and forks["exits"] >= forks["entries"] - 1, forks
 
 
 @pytest.mark.parametrize("bypass", [False, True], ids=["ukl", "ukl-byp"])
@@ -67,8 +76,10 @@ def test_counts_on_ukl(bypass: bool, tmp_path: Path, request: pytest.FixtureRequ
     w = _count(image, tmp_path, *(["--bypass"] if bypass else []))
     # The application is kernel-half code, counted as its own.
     _check_known_instructions(w, "insns_app")
-    calls = w["1"].counts
-    assert w["1"].passes == N
+    calls = w["1.0"].counts
+    assert w["1.0"].passes == N
+    # The application's fork child returns to its code at CPL0.
+    assert w["7.0"].counts["lost_user_blocks"] == 0
     # A system call is a function call: no privilege transition, no
     # SYSCALL, SWAPGS, SYSRET or IRET.
     for column in ("insns_user", "syscall", "entries_syscall", "entries_other",

@@ -166,7 +166,7 @@ def run_app(app: str, flavour: Flavour, requests: int, plugin: Path) -> list[Ser
                            forwards=[(server.host_port, server.guest_port),
                                      (HOST_CONTROL_PORT, CONTROL_PORT)],
                            plugin=counts.plugin_argument(plugin, counts_csv,
-                                                         counts.app_text(img.kernel)))
+                                                         counts.layout(img.kernel)))
     print(f"   [bench-apps] {app} on {flavour.name}, clients on the host ...", file=sys.stderr)
     outcome: list[run.Outcome] = []
     booting = threading.Thread(target=lambda: outcome.append(
@@ -191,11 +191,8 @@ def run_app(app: str, flavour: Flavour, requests: int, plugin: Path) -> list[Ser
         if w is None or w.passes != 1:
             raise UklError(f"{app} on {flavour.name}: no counting window for {op} "
                            f"({counts_csv})")
-        c = dict(w.counts)
-        c["insns"] = c["insns_user"] + c["insns_kernel"] + c["insns_app"]
-        c["entries"] = c["entries_syscall"] + c["entries_int"] + c["entries_other"]
         served.append(Served(flavour.name, app, op, requests,
-                             {key: value / requests for key, value in c.items()}))
+                             {key: value / requests for key, value in w.counts.items()}))
     return served
 
 

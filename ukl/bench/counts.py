@@ -50,32 +50,77 @@ def build() -> Path:
     if out.is_file() and stamp.current(done, state):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    run_quiet(["gcc", *flags, "-o", out, SOURCE], what="building the ukl_counts QEMU plugin")
+    # Built aside and renamed: a QEMU still running the old one keeps it.
+    tmp = out.with_suffix(".tmp.so")
+    run_quiet(["gcc", *flags, "-o", tmp, SOURCE], what="building the ukl_counts QEMU plugin")
+    tmp.replace(out)
     stamp.record(done, state)
     return out
 
 
-def app_text(vmlinux: Path) -> tuple[int, int] | None:
-    """[start, end) of the UKL application's code in `vmlinux`, or None
-    for a kernel without one."""
-    symbols = run_quiet(["nm", vmlinux], what=f"reading the symbols of {vmlinux}")
-    found: dict[str, int] = {}
+# The kernel's indirect-branch thunks (retpolines, ITS thunks).
+ITHUNK_SYMBOLS = ("__x86_indirect_thunk_array", "__x86_indirect_its_thunk_array",
+                  "__x86_indirect_call_thunk_array", "__x86_indirect_jump_thunk_array")
+# Return thunks and the untraining sequences called on entry.
+RTHUNK_SYMBOLS = ("__x86_return_thunk", "its_return_thunk", "retbleed_return_thunk",
+                  "srso_return_thunk", "srso_alias_return_thunk", "srso_safe_ret",
+                  "srso_alias_safe_ret", "retbleed_untrain_ret", "entry_untrain_ret",
+                  "srso_untrain_ret", "srso_alias_untrain_ret", "zen_untrain_ret")
+
+Range = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class KernelLayout:
+    """What the plugin needs to know of a vmlinux."""
+
+    app: Range | None
+    ithunks: list[Range]
+    rthunks: list[Range]
+    page_fault: int | None
+
+
+def layout(vmlinux: Path) -> KernelLayout:
+    """The UKL application's text, the thunks and the page-fault entry of
+    `vmlinux`, from its symbols (`nm -S`)."""
+    symbols = run_quiet(["nm", "-S", vmlinux], what=f"reading the symbols of {vmlinux}")
+    where: dict[str, tuple[int, int]] = {}
     for line in symbols.splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[2] in ("__ukl_text_start", "__ukl_text_end"):
-            found[parts[2]] = int(parts[0], 16)
-    if len(found) != 2:
-        return None
-    return found["__ukl_text_start"], found["__ukl_text_end"]
+        if len(parts) == 4 and parts[2] in "Tt":
+            where[parts[3]] = (int(parts[0], 16), int(parts[1], 16))
+        elif len(parts) == 3 and parts[1] in "Tt":
+            where.setdefault(parts[2], (int(parts[0], 16), 0))
+
+    def ranges(names: tuple[str, ...]) -> list[Range]:
+        return [(where[n][0], where[n][0] + where[n][1]) for n in names
+                if n in where and where[n][1] > 0]
+
+    app = None
+    if "__ukl_text_start" in where and "__ukl_text_end" in where:
+        app = (where["__ukl_text_start"][0], where["__ukl_text_end"][0])
+    pf = where.get("asm_exc_page_fault")
+    return KernelLayout(app, ranges(ITHUNK_SYMBOLS), ranges(RTHUNK_SYMBOLS),
+                        pf[0] if pf else None)
 
 
-def plugin_argument(plugin: Path, out: Path, app: tuple[int, int] | None) -> str:
+def plugin_argument(plugin: Path, out: Path, kernel: KernelLayout) -> str:
     """QEMU's -plugin argument: write the counts to `out`."""
     if "," in str(plugin) or "," in str(out):
         raise UklError(f"the plugin and its output need paths without commas: {plugin}, {out}")
+
+    def joined(rs: list[Range]) -> str:
+        return ":".join(f"{lo:x}-{hi:x}" for lo, hi in rs)
+
     arg = f"{plugin},out={out}"
-    if app is not None:
-        arg += f",app={app[0]:x}-{app[1]:x}"
+    if kernel.app is not None:
+        arg += f",app={joined([kernel.app])}"
+    if kernel.ithunks:
+        arg += f",ithunks={joined(kernel.ithunks)}"
+    if kernel.rthunks:
+        arg += f",rthunks={joined(kernel.rthunks)}"
+    if kernel.page_fault is not None:
+        arg += f",pf={kernel.page_fault:x}"
     return arg
 
 
@@ -87,6 +132,7 @@ class Window:
     counts: dict[str, int]
 
     def per_pass(self, name: str) -> float:
+        """A sum row's count per pass (a median row is per pass already)."""
         return self.counts[name] / self.passes if self.passes else 0.0
 
 

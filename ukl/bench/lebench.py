@@ -128,7 +128,7 @@ def measure(prep: Prepared, shared: bool, plugin: Path) -> Measured:
                            append=["norandmaps"],
                            program_args=prep.args,
                            plugin=counts.plugin_argument(plugin, counts_csv,
-                                                         counts.app_text(prep.img.kernel)))
+                                                         counts.layout(prep.img.kernel)))
     log = paths.logs_dir() / f"run-bench-{prep.flavour.dir_name}.log"
     log.unlink(missing_ok=True)
     done = threading.Event()

@@ -48,14 +48,17 @@ COST_COLUMNS = (
     ("verw", "VERW"),
     ("serialising", "serialising"),
     ("indirect", "indirect branches"),
+    ("retpolines", "of them retpolines"),
+    ("return_thunks", "return thunks"),
 )
 COUNTS_NOTE = ("Per call: each count's median over the timed iterations, from the "
                "ukl_counts QEMU plugin "
                "(qemu/plugins/ukl_counts.c): instructions in the kernel (the UKL "
                "application's own code not included), privilege transitions into the "
                "kernel (SYSCALL, INT n, exceptions and interrupts), SWAPGS, CR3 writes, "
-               "VERW, serialising instructions (CPUID, IRET, WRMSR, MOV to CR...) and "
-               "indirect calls and jumps. Each cell: "
+               "VERW, serialising instructions (CPUID, IRET, WRMSR, MOV to CR...), "
+               "indirect calls and jumps (those through retpolines among them) and "
+               "entries into return thunks. Each cell: "
                + " / ".join(h for _, h in COST_COLUMNS) + ".")
 
 
@@ -63,8 +66,7 @@ def counted(rows: list[Row], windows: dict[str, dict[str, int]],
             passes: dict[str, int]) -> list[Counted]:
     """Pair the K-th measurement with the plugin's row 0.K.med, each
     counter's median over its iterations (guest/lebench.c flushes window 0
-    after each measurement), as the instruction figures are medians;
-    derived columns: entries (every cause) and indirect (calls and jumps)."""
+    after each measurement), as the instruction figures are medians."""
     out = []
     for k, r in enumerate(rows):
         name = f"0.{k}.med"
@@ -72,18 +74,17 @@ def counted(rows: list[Row], windows: dict[str, dict[str, int]],
             raise ValueError(f"plugin row {name} does not match measurement {r.op} "
                              f"{r.size} ({passes.get(name)} passes, {r.iterations} "
                              "iterations)")
-        c = dict(windows[name])
-        c["entries"] = c["entries_syscall"] + c["entries_int"] + c["entries_other"]
-        c["indirect"] = c["indirect_calls"] + c["indirect_jumps"]
-        out.append(Counted(r.config, r.op, r.size, r.iterations, c))
+        out.append(Counted(r.config, r.op, r.size, r.iterations, dict(windows[name])))
     return out
 
 
-COUNTS_CSV_COLUMNS = ("insns_user", "insns_kernel", "insns_app", "entries_syscall",
-                      "entries_int", "entries_other", "exits_sysret", "exits_iret",
-                      "exits_other", "syscall", "sysret", "iret", "swapgs", "cr3_writes",
-                      "wrmsr", "verw", "lfence", "mfence", "cpuid", "serialising",
-                      "indirect_calls", "indirect_jumps", "returns")
+COUNTS_CSV_COLUMNS = ("insns", "insns_user", "insns_kernel", "insns_app", "entries",
+                      "entries_syscall", "entries_int", "entries_other", "exits",
+                      "exits_sysret", "exits_iret", "exits_other", "lost_user_blocks",
+                      "syscall", "sysret", "iret", "swapgs", "cr3_writes", "wrmsr", "verw",
+                      "lfence", "mfence", "cpuid", "serialising", "indirect",
+                      "indirect_calls", "indirect_jumps", "returns", "retpolines",
+                      "retpoline_calls", "return_thunks")
 COUNTS_CSV_HEADER = ("config", "op", "size", "iterations", *COUNTS_CSV_COLUMNS)
 
 

@@ -56,11 +56,14 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
                            append=list(args.append), program_args=inv.program_args,
                            forwards=[qemu.parse_forward(p) for p in args.port])
     if args.count:
+        if args.smp > 1 and not args.icount:
+            raise UsageError("--count with --smp > 1 needs --icount: the plugin's counters "
+                             "are exact only when the CPUs run in one thread")
         out = args.count.resolve()
         if not out.parent.is_dir():
             raise UsageError(f"--count {args.count}: directory {out.parent} does not exist")
         out.unlink(missing_ok=True)
-        opts.plugin = counts.plugin_argument(counts.build(), out, counts.app_text(img.kernel))
+        opts.plugin = counts.plugin_argument(counts.build(), out, counts.layout(img.kernel))
     timeout = None if args.gdb else args.timeout
     outcome = boot.run(opts, log_name=img.meta.name, timeout=timeout,
                        echo=not args.quiet_console)
