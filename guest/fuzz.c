@@ -36,6 +36,7 @@
  *   fuzz: done calls N distinct D ok K stalled S peer-alive yes|no
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -51,6 +52,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -582,6 +584,72 @@ static long peer_count(void)
 	return n > 0 ? atol(buf) : -1;
 }
 
+/* A line of /proc/meminfo or similar: the one starting with `key`. */
+static void print_line_of(const char *path, const char *key)
+{
+	char line[256];
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			out("fuzz: peer: %s %s", path, line);
+	fclose(f);
+}
+
+/*
+ * Why the ordinary process beside the fuzzer stopped counting: memory and
+ * commit, room in /tmp, and the state of every process whose command line
+ * mentions the count file (the peer's shell).
+ */
+static void diagnose_peer(void)
+{
+	struct statvfs tmp;
+	struct dirent *e;
+	DIR *proc;
+
+	print_line_of("/proc/meminfo", "MemAvailable");
+	print_line_of("/proc/meminfo", "Committed_AS");
+	print_line_of("/proc/meminfo", "CommitLimit");
+	if (!statvfs("/tmp", &tmp))
+		out("fuzz: peer: /tmp %lu of %lu blocks free, %lu of %lu inodes\n",
+		    (unsigned long)tmp.f_bavail, (unsigned long)tmp.f_blocks,
+		    (unsigned long)tmp.f_favail, (unsigned long)tmp.f_files);
+	proc = opendir("/proc");
+	while (proc && (e = readdir(proc))) {
+		char path[300], cmd[256] = "";
+		ssize_t n;
+		int fd;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		n = read(fd, cmd, sizeof(cmd) - 1);
+		close(fd);
+		for (ssize_t i = 0; i < n; i++)
+			if (!cmd[i])
+				cmd[i] = ' ';
+		if (n <= 0 || !strstr(cmd, "peer.count"))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+		print_line_of(path, "State");
+		snprintf(path, sizeof(path), "/proc/%s/wchan", e->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd >= 0) {
+			n = read(fd, cmd, sizeof(cmd) - 1);
+			close(fd);
+			cmd[n > 0 ? n : 0] = '\0';
+			out("fuzz: peer: pid %s waits in %s\n", e->d_name, cmd);
+		}
+	}
+	if (proc)
+		closedir(proc);
+}
+
 static int cpl(void)
 {
 	unsigned short cs;
@@ -806,6 +874,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NR_LIMIT + UKL_NR_COUNT; i++)
 		distinct += h->answered[i];
 	peer_after = peer_count();
+	if (peer_before < 0 || peer_after <= peer_before)
+		diagnose_peer();
 	out("fuzz: done calls %lu distinct %d ok %lu stalled %lu peer-alive %s\n",
 	    h->calls_before, distinct, h->ok_before, h->stalled,
 	    peer_before >= 0 && peer_after > peer_before ? "yes" : "no");

@@ -29,8 +29,11 @@ from ukl.qemu import run
 from ukl.results import ResultsWriter
 
 FUZZER = paths.REPO_ROOT / "guest" / "fuzz.c"
-# The ordinary process beside the application.
-PEER = "n=0; while :; do n=$((n+1)); echo $n > /tmp/peer.count; sleep 1; done"
+# The ordinary process beside the application; it says on the console
+# when it cannot write its count or sleep (fuzz.c reads the count).
+PEER = ("n=0; while :; do n=$((n+1)); "
+        "echo $n > /tmp/peer.count || echo \"fuzz: peer: cannot write its count $n\"; "
+        "sleep 1 || echo \"fuzz: peer: sleep failed at $n\"; done")
 # Boot, image unpacking and the fuzzer's own wind-down, beyond its seconds.
 BOOT_MARGIN_S = 240.0
 FIELDS = ("flavour", "cpu_model", "seed", "seconds", "cpus", "threads", "calls", "distinct", "ok",
@@ -101,7 +104,9 @@ def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
         why = f": {ran.problem}" if ran.problem else ""
         problems.append(f"no end of run (status {ran.exit_code}{why})")
     elif done.group(5) != "yes" and NO_HELPERS_LINE not in console:
-        problems.append("the ordinary process beside the fuzzer stopped counting")
+        peer = re.findall(r"^fuzz: peer: (.*)$", console, re.M)
+        problems.append("the ordinary process beside the fuzzer stopped counting" +
+                        (f" ({'; '.join(dict.fromkeys(peer))[:400]})" if peer else ""))
     elif ran.exit_code != 0:
         problems.append(f"exit status {ran.exit_code}")
     if problems:
