@@ -68,15 +68,6 @@ def test_recipe_typo_is_an_error(tmp_path: Path) -> None:
         recipe.load("x", recipes_dir=tmp_path)
 
 
-def test_run_and_image_typos_are_errors(tmp_path: Path) -> None:
-    (tmp_path / "x.ini").write_text("[run]\nusers = pg\n")
-    with pytest.raises(UklError, match="unknown \\[run\\] keys: users"):
-        recipe.load("x", recipes_dir=tmp_path)
-    (tmp_path / "x.ini").write_text("[image]\nprepare_script = p.sh\n")
-    with pytest.raises(UklError, match="unknown \\[image\\] keys: prepare_script"):
-        recipe.load("x", recipes_dir=tmp_path)
-
-
 def test_postgresql_recipe_runs_as_postgres_from_a_prepared_data_directory() -> None:
     rec = recipe.load("postgresql-15")
     assert rec.user == "postgres" and rec.path == "/usr/lib/postgresql/15/bin/postgres"
@@ -86,10 +77,14 @@ def test_postgresql_recipe_runs_as_postgres_from_a_prepared_data_directory() -> 
     assert "--datadir=/usr/share/postgresql/15" in rec.configure_args
 
 
-def test_bad_user_and_missing_prepare_script_are_errors(tmp_path: Path) -> None:
-    (tmp_path / "x.ini").write_text("[run]\nuser = Post Gres\n")
-    with pytest.raises(UklError, match="expected a user name"):
-        recipe.load("x", recipes_dir=tmp_path)
-    (tmp_path / "x.ini").write_text("[image]\nprepare = x/none.sh\n")
-    with pytest.raises(UklError, match="prepare script .*x/none.sh does not exist"):
+@pytest.mark.parametrize("text, error", [
+    ("[run]\nusers = pg\n", "unknown \\[run\\] keys: users"),
+    ("[image]\nprepare_script = p.sh\n", "unknown \\[image\\] keys: prepare_script"),
+    ("[run]\nuser = Post Gres\n", "expected a user name"),
+    ("[run]\npath = bin/postgres\n", "expected an absolute file path"),
+    ("[image]\nprepare = x/none.sh\n", "prepare script .*x/none.sh does not exist"),
+])
+def test_bad_run_and_image_settings_are_errors(tmp_path: Path, text: str, error: str) -> None:
+    (tmp_path / "x.ini").write_text(text)
+    with pytest.raises(UklError, match=error):
         recipe.load("x", recipes_dir=tmp_path)

@@ -96,13 +96,9 @@ def counts_csv_rows(rows: list[Counted]) -> list[tuple[object, ...]]:
 def counts_markdown(rows: list[Counted], configs: list[str]) -> str:
     """One row per operation (the table's sizes), a cell per config."""
     by_key = {(r.config, r.op, r.size): r for r in rows}
-    ops = [r.op for r in rows]
-    keys = sorted({(r.op, r.size) for r in rows}, key=lambda k: (_op_order(ops, k[0]), k[1]))
     head = ["operation", "size", *configs]
-    lines = [COUNTS_NOTE, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for op, size in keys:
-        if size not in TABLE_SIZES:
-            continue
+    lines = _table_head(COUNTS_NOTE, head)
+    for op, size in _shown([(r.op, r.size) for r in rows]):
         cells = [op, str(size) if size else "-"]
         for c in configs:
             r = by_key.get((c, op, size))
@@ -146,15 +142,10 @@ def markdown(rows: list[Row], configs: list[str]) -> str:
     """Stock (the first config) vs each other config: medians and ratios."""
     base = configs[0]
     by_key = index(rows)
-    ops = [r.op for r in rows]
-    keys = sorted({(r.op, r.size) for r in rows}, key=lambda k: (_op_order(ops, k[0]), k[1]))
     head = ["operation", "size"] + [f"{c} median (min)" for c in configs] + \
         [f"{c}/{base}" for c in configs[1:]]
-    lines = [NOTE, "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for op, size in keys:
-        if size not in TABLE_SIZES:
-            continue
+    lines = _table_head(NOTE, head)
+    for op, size in _shown([(r.op, r.size) for r in rows]):
         cells = [op, str(size) if size else "-"]
         for c in configs:
             r = by_key.get((c, op, size))
@@ -169,6 +160,13 @@ def markdown(rows: list[Row], configs: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _op_order(ops: list[str], op: str) -> int:
-    """Keep the guest's order of operations."""
-    return ops.index(op) if op in ops else len(ops)
+def _shown(keys: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The (operation, size) pairs a table shows: the table's sizes, in the
+    guest's order of operations."""
+    ops = [op for op, _ in keys]
+    return sorted({k for k in keys if k[1] in TABLE_SIZES},
+                  key=lambda k: (ops.index(k[0]), k[1]))
+
+
+def _table_head(note: str, head: list[str]) -> list[str]:
+    return [note, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
