@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ukl
-from ukl.bench import apps
+from ukl.bench import apps, apps_host
 
 CONSOLE = """noise
 appbench,redis,SET,28986
@@ -60,3 +60,15 @@ def test_server_side_counts_with_the_client_on_the_host(tmp_path: Path, stock_ke
         assert float(unikernel["insns_app"]) > 1000 and float(stock["insns_app"]) == 0
         assert float(stock["insns_user"]) > 1000
     assert "| redis | SET | ukl |" in (tmp_path / "h" / "apps-host.md").read_text()
+
+
+def test_host_client_table() -> None:
+    zero = {k: 0.0 for k, _ in apps_host.COLUMNS}
+    rows = [apps_host.Served("stock-deployed", "redis", "SET", 1000,
+                             {**zero, "insns": 30000.0, "entries": 2.7, "swapgs": 9.0}),
+            apps_host.Served("ukl-deployed", "redis", "SET", 1000,
+                             {**zero, "insns": 25000.0, "entries": 0.002})]
+    md = apps_host.markdown(rows, ["stock-deployed", "ukl-deployed"])
+    assert "| redis | SET | stock-deployed | 30000.0 | 0.0 | 0.0 | 0.0 | 2.700 |" in md
+    assert md.rstrip().endswith("| 1.20 |")
+    assert "stock-deployed insns / these" in md
