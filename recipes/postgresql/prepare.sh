@@ -15,8 +15,9 @@ install=$UKL_WORK/install
 prefix=/usr/lib/postgresql/15
 eval "set -- $UKL_CONFIGURE_ARGS"
 
-# Configured once per set of options (the UKL build's, and the prefix).
-options="$* --prefix=$prefix"
+# Configured once per set of options (the UKL build's, and the prefix)
+# and source version.
+options="$* --prefix=$prefix $(cksum <"$UKL_SOURCE/debian/changelog")"
 if [ ! -f "$native/config.status" ] ||
 	[ "$(cat "$native/.ukl-options" 2>/dev/null)" != "$options" ]; then
 	rm -rf "$native"
@@ -43,21 +44,33 @@ mkdir -p "$UKL_ROOT$prefix/lib"
 # initdb refuses to run as root: as root, it runs as nobody. It checks its
 # own path with access(), which a closed parent directory (a clone in a
 # private directory) fails for nobody even with capabilities, so it runs
-# from a copy in a fresh directory under /tmp.
+# from a copy in a fresh directory under /tmp. Other processes running as
+# nobody must not reach what it writes: the staging directory is root's
+# and cannot be listed, and initdb works in a subdirectory with a random
+# name. The result is copied, not moved, into the image tree, without
+# following links, owned by root, and refused if it holds a link.
+umask 022
 stage=$(mktemp -d /tmp/ukl-initdb.XXXXXX)
-trap 'rm -rf "$stage"' EXIT
-chmod 755 "$stage"
-cp -a "$install" "$stage/install"
-mkdir "$stage/db"
+trap 'rm -rf "$stage"' EXIT INT TERM HUP
+chmod 711 "$stage"
+hidden=$stage/$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+mkdir "$hidden"
+cp -a "$install" "$hidden/install"
+mkdir "$hidden/db"
 as_user=
 if [ "$(id -u)" = 0 ]; then
-	chown nobody "$stage/db"
+	chown nobody "$hidden/db"
 	as_user="setpriv --reuid=nobody --regid=nogroup --clear-groups --"
 fi
-LD_LIBRARY_PATH=$stage/install$prefix/lib $as_user "$stage/install$prefix/bin/initdb" \
-	-D "$stage/db/main" --username=postgres --auth=trust --encoding=UTF8 --locale=C \
+LD_LIBRARY_PATH=$hidden/install$prefix/lib $as_user "$hidden/install$prefix/bin/initdb" \
+	-D "$hidden/db/main" --username=postgres --auth=trust --encoding=UTF8 --locale=C \
 	--no-sync --no-instructions
-mv "$stage/db/main" "$data"
+if [ -n "$(find "$hidden/db/main" ! -type f ! -type d)" ]; then
+	echo "prepare: initdb made something other than files and directories" >&2
+	exit 1
+fi
+cp -R -P "$hidden/db/main" "$data"
+chmod 700 "$data"
 
 # Clients come from the host through QEMU's user networking (10.0.2.2);
 # the guest is the host's own, so trust them as initdb trusts local ones.

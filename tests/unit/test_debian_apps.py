@@ -83,6 +83,8 @@ def test_postgresql_recipe_runs_as_postgres_from_a_prepared_data_directory() -> 
     ("[run]\nuser = Post Gres\n", "expected a user name"),
     ("[run]\npath = bin/postgres\n", "expected an absolute file path"),
     ("[image]\nprepare = x/none.sh\n", "prepare script .*x/none.sh does not exist"),
+    ("[image]\nprepare = ../../etc/passwd\n", "is not in"),
+    ("[run]\nuser = root\n", "a user of the program's own"),
 ])
 def test_bad_run_and_image_settings_are_errors(tmp_path: Path, text: str, error: str) -> None:
     (tmp_path / "x.ini").write_text(text)

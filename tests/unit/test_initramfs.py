@@ -112,8 +112,15 @@ def test_app_user_owns_trigger_and_trees_and_init_starts_through_runas(tmp_path:
     (tree / "lib" / "db").chmod(0o700)
     (tree / "lib" / "db" / "PG_VERSION").write_text("15\n")
     (tree / "lib" / "link").symlink_to("db")
+    (tree / "lib" / "tool").write_text("x")
+    (tree / "lib" / "tool").chmod(0o4755)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("host file")
+    (tmp_path / "etc-link").symlink_to(outside)
     user = AppUser("postgres")
-    out = write(InitramfsSpec(ukl_exec="/UKL", user=user, trees=[(tree, "/var")]),
+    out = write(InitramfsSpec(ukl_exec="/UKL", user=user,
+                              trees=[(tree, "/var"), (tmp_path / "etc-link", "/srv")]),
                 tmp_path / "initramfs.cpio")
     entries = {name: (mode, owner, body) for name, mode, owner, body
                in read_entries(out.read_bytes())}
@@ -122,6 +129,9 @@ def test_app_user_owns_trigger_and_trees_and_init_starts_through_runas(tmp_path:
     assert entries["var/lib/db"][:2] == (0o40700, ids)
     assert entries["var/lib/db/PG_VERSION"][1:] == (ids, b"15\n")
     assert entries["var/lib/link"][2] == b"db"
+    # No set-id bits; a linked top directory stays a link, never followed.
+    assert entries["var/lib/tool"][0] == 0o100755
+    assert entries["srv"][0] & 0o170000 == 0o120000 and "srv/secret" not in entries
     assert entries["bin/ukl-runas"][1] == (0, 0)
     assert b"postgres:x:999:999:" in entries["etc/passwd"][2]
     conf = entries["etc/ukl/image.conf"][2].decode()
@@ -137,12 +147,16 @@ def test_runas_drops_to_the_user(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to change user ids")
     runas = str(runas_binary())
-    res = subprocess.run([runas, "999", "998", "/bin/busybox", "sh", "-c",
-                          "id -u; id -g; id -G; grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status"],
+    # Started with supplementary groups, which it must drop.
+    res = subprocess.run(["setpriv", "--groups=4,27", "--", runas, "999", "998",
+                          "/bin/busybox", "sh", "-c",
+                          "id -G; grep -E '^(Uid|Gid|Cap(Prm|Eff|Amb))' /proc/self/status"],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    lines = res.stdout.split()
-    assert lines[:3] == ["999", "998", "998"]
+    lines = res.stdout.splitlines()
+    assert lines[0] == "998"
+    # Real, effective, saved and filesystem ids alike.
+    assert lines[1].split()[1:] == ["999"] * 4 and lines[2].split()[1:] == ["998"] * 4
     assert res.stdout.count("0000000000000000") == 3
     res = subprocess.run([runas, "999", "998", "--keep-rawio", "/bin/busybox", "sh", "-c",
                           "grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status"],
@@ -152,6 +166,8 @@ def test_runas_drops_to_the_user(tmp_path: Path) -> None:
     assert res.stdout.count("0000000000020000") == 3, res.stdout
     res = subprocess.run([runas, "x", "1", "/bin/true"], capture_output=True, text=True)
     assert res.returncode == 127 and "not a numeric id" in res.stderr
+    res = subprocess.run([runas, "0", "0", "/bin/true"], capture_output=True, text=True)
+    assert res.returncode == 127 and "refusing user or group 0" in res.stderr
 
 
 def test_program_link_is_a_relative_link_init_starts(tmp_path: Path) -> None:

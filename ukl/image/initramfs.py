@@ -150,15 +150,21 @@ def _add_parents(cpio: CpioWriter, dirs: set[str], guest: str) -> None:
 
 def _add_tree(cpio: CpioWriter, dirs: set[str], host: Path, guest: str,
               owner: tuple[int, int]) -> None:
-    """Directory `host` as guest directory `guest`, recursively."""
-    _add_parents(cpio, dirs, guest)
+    """Directory `host` as guest directory `guest`, recursively; links stay
+    links (never followed), and set-id bits are dropped."""
     top = guest.strip("/")
+    if not top or ".." in PurePosixPath(guest).parts:
+        raise UklError(f"{host}: cannot go into the image as {guest!r}")
+    _add_parents(cpio, dirs, guest)
+    if host.is_symlink():
+        cpio.add_symlink(top, os.readlink(host), owner)
+        return
     for root, subdirs, files in os.walk(host):
         subdirs.sort()
         rel = Path(root).relative_to(host)
         name = top if rel == Path(".") else f"{top}/{rel}"
         if name not in dirs:
-            cpio.add_dir(name, Path(root).stat().st_mode & 0o7777, owner)
+            cpio.add_dir(name, Path(root).stat().st_mode & 0o1777, owner)
             dirs.add(name)
         # os.walk lists a symbolic link to a directory with the directories.
         links = [d for d in subdirs if (Path(root) / d).is_symlink()]
@@ -168,7 +174,7 @@ def _add_tree(cpio: CpioWriter, dirs: set[str], host: Path, guest: str,
             if path.is_symlink():
                 cpio.add_symlink(f"{name}/{f}", os.readlink(path), owner)
             elif path.is_file():
-                cpio.add_file(f"{name}/{f}", path.read_bytes(), path.stat().st_mode & 0o7777,
+                cpio.add_file(f"{name}/{f}", path.read_bytes(), path.stat().st_mode & 0o1777,
                               owner)
             else:
                 raise UklError(f"{path}: only files, directories and symbolic links can "

@@ -69,6 +69,11 @@ int main(int argc, char **argv)
 	}
 	uid = parse_id(argv[1]);
 	gid = parse_id(argv[2]);
+	/* Root would keep every capability: use no ukl-runas for it. */
+	if (!uid || !gid) {
+		fprintf(stderr, "ukl-runas: refusing user or group 0\n");
+		return 127;
+	}
 	if (!strcmp(argv[3], "--keep-rawio")) {
 		keep = 1U << CAP_SYS_RAWIO;
 		first = 4;

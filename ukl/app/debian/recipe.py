@@ -103,15 +103,8 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
         if not (recipes_dir / host).is_file():
             raise UklError(f"{path}: files entry '{item}': {recipes_dir / host} does not exist")
         files.append((recipes_dir / host, guest))
-    user = run.get("user") or None
-    if user is not None and not _USER_NAME.match(user):
-        raise UklError(f"{path}: user = {user}: expected a user name ([a-z_][a-z0-9_-]*)")
-    start = run.get("path", "")
-    if start and (not start.startswith("/") or start.endswith("/")):
-        raise UklError(f"{path}: path = {start}: expected an absolute file path")
-    prepare = recipes_dir / image["prepare"] if image.get("prepare") else None
-    if prepare is not None and not prepare.is_file():
-        raise UklError(f"{path}: prepare script {prepare} does not exist")
+    user, start = _run_settings(run, path)
+    prepare = _prepare_script(image, recipes_dir, path)
     patches = [recipes_dir / rel for rel in shlex.split(build.get("patches", ""))]
     for patch in patches:
         if not patch.is_file():
@@ -134,3 +127,29 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
         prepare=prepare,
         source=path,
     )
+
+
+def _run_settings(run: Mapping[str, str], path: Path) -> tuple[str | None, str]:
+    """[run] user and path, checked."""
+    user = run.get("user") or None
+    if user is not None and not _USER_NAME.match(user):
+        raise UklError(f"{path}: user = {user}: expected a user name ([a-z_][a-z0-9_-]*)")
+    if user in ("root", "nobody"):
+        raise UklError(f"{path}: user = {user}: name a user of the program's own (the "
+                       "image makes it); without `user` the program runs as root")
+    start = run.get("path", "")
+    if start and (not start.startswith("/") or start.endswith("/")):
+        raise UklError(f"{path}: path = {start}: expected an absolute file path")
+    return user, start
+
+
+def _prepare_script(image: Mapping[str, str], recipes_dir: Path, path: Path) -> Path | None:
+    """[image] prepare: a script inside recipes_dir."""
+    if not image.get("prepare"):
+        return None
+    prepare = recipes_dir / image["prepare"]
+    if not prepare.resolve().is_relative_to(recipes_dir.resolve()):
+        raise UklError(f"{path}: prepare script {prepare} is not in {recipes_dir}")
+    if not prepare.is_file():
+        raise UklError(f"{path}: prepare script {prepare} does not exist")
+    return prepare
