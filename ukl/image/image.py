@@ -77,5 +77,7 @@ def find(ref: str) -> Image:
             return image
     known = sorted(p.name for p in paths.images_dir().glob("*") if (p / META_FILE).is_file()) \
         if paths.images_dir().is_dir() else []
-    hint = f"known images: {', '.join(known)}" if known else "no images built yet"
+    shown = ", ".join(known[:8]) + (f" and {len(known) - 8} more (ls {paths.images_dir()})"
+                                    if len(known) > 8 else "")
+    hint = f"known images: {shown}" if known else "no images built yet"
     raise UsageError(f"no image '{ref}' ({hint}); create one with `ukl build SOURCE.c -o NAME`")
