@@ -10,7 +10,7 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from ukl.common import paths, stamp
+from ukl.common import cprogram, paths
 from ukl.common.errors import UklError
 from ukl.common.proc import run_quiet
 
@@ -26,16 +26,8 @@ class Anchor:
 
 
 def _binary() -> Path:
-    out = paths.build_root() / "bench" / "anchors"
-    done = out.with_suffix(".stamp")
-    state = stamp.digest(SOURCE.read_bytes())
-    if out.is_file() and stamp.current(done, state):
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    run_quiet(["gcc", "-O2", "-Wall", "-Werror", "-o", out, SOURCE],
-              what="compiling the native anchors")
-    stamp.record(done, state)
-    return out
+    return cprogram.compiled(SOURCE, paths.build_root() / "bench" / "anchors",
+                             ["-O2", "-Wall", "-Werror"], "compiling the native anchors")
 
 
 def parse(output: str) -> list[Anchor]:

@@ -24,6 +24,7 @@ from ukl import pipeline
 from ukl.app import process
 from ukl.app.debian import build as debbuild
 from ukl.bench import counts
+from ukl.bench.apps import MEMCLIENT
 from ukl.common import paths
 from ukl.common.errors import UklError, UsageError
 from ukl.image.initramfs import InitramfsSpec
@@ -33,7 +34,6 @@ from ukl.qemu import run
 from ukl.results import ResultsWriter
 
 COUNT_WINDOW = paths.REPO_ROOT / "guest" / "count_window.c"
-MEMCLIENT = paths.REPO_ROOT / "guest" / "memclient.c"
 CONTROL_PORT = 7777
 HOST_CONTROL_PORT = 17777
 CLIENTS = 4
@@ -136,7 +136,7 @@ def _load(app: str, server: Server, requests: int) -> None:
         finally:
             control.close()
     else:
-        memclient = process.compile_static([MEMCLIENT], "memclient-host")
+        memclient = process.compile_static([MEMCLIENT], "memclient")
         subprocess.run([str(memclient), "127.0.0.1", str(server.host_port), str(CLIENTS),
                         str(max(requests // CLIENTS, 1)), str(HOST_CONTROL_PORT)],
                        check=True, capture_output=True, timeout=RUN_TIMEOUT)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ukl.app.debian import source as debsrc
-from ukl.common import paths, stamp
+from ukl.common import cprogram, paths
 from ukl.common.errors import UklError
 from ukl.common.proc import run_quiet
 
@@ -43,19 +43,10 @@ def build() -> Path:
     header = header_dir / "qemu-plugin.h"
     if not header.is_file():
         raise UklError(f"{header} is missing from Debian's qemu source package")
-    out = paths.build_root() / "qemu" / "ukl_counts.so"
-    flags = [*_CFLAGS, *_glib_cflags(), f"-I{header_dir}"]
-    state = stamp.digest(SOURCE.read_bytes(), header.read_bytes(), " ".join(flags))
-    done = out.with_suffix(".stamp")
-    if out.is_file() and stamp.current(done, state):
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Built aside and renamed: a QEMU still running the old one keeps it.
-    tmp = out.with_suffix(".tmp.so")
-    run_quiet(["gcc", *flags, "-o", tmp, SOURCE], what="building the ukl_counts QEMU plugin")
-    tmp.replace(out)
-    stamp.record(done, state)
-    return out
+    # Written aside and renamed (cprogram): a QEMU running the old one keeps it.
+    return cprogram.compiled(SOURCE, paths.build_root() / "qemu" / "ukl_counts.so",
+                             [*_CFLAGS, *_glib_cflags(), f"-I{header_dir}"],
+                             "building the ukl_counts QEMU plugin", (header.read_bytes(),))
 
 
 # The kernel's indirect-branch thunks (retpolines, ITS thunks).

@@ -6,10 +6,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ukl.common import paths
+from ukl.common import cprogram, paths
 from ukl.common.elf import describe_problem
 from ukl.common.errors import UklError, UsageError
-from ukl.common.proc import run_quiet
 from ukl.image.cpio import CpioWriter
 
 BUSYBOX = Path("/bin/busybox")
@@ -127,15 +126,8 @@ def _check_inputs(spec: InitramfsSpec) -> None:
 
 def runas_binary() -> Path:
     """ukl-runas, compiled static for the guest (build/image/ukl-runas)."""
-    out = paths.build_root() / "image" / "ukl-runas"
-    if out.is_file() and out.stat().st_mtime >= RUNAS_SOURCE.stat().st_mtime:
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    run_quiet(["gcc", "-static", "-O2", "-Wall", "-Werror", "-o", tmp,
-               RUNAS_SOURCE], what="compiling ukl-runas")
-    tmp.replace(out)
-    return out
+    return cprogram.compiled(RUNAS_SOURCE, paths.build_root() / "image" / "ukl-runas",
+                             ["-static", "-O2", "-Wall", "-Werror"], "compiling ukl-runas")
 
 
 def _add_parents(cpio: CpioWriter, dirs: set[str], guest: str) -> None:
