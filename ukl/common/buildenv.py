@@ -38,6 +38,9 @@ def cached(compiler: str) -> str:
     return f"ccache {compiler}" if have_ccache() else compiler
 
 
+_OUTER_MAKE_STATE = {"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "GNUMAKEFLAGS"}
+
+
 def build_env(**extra: str) -> dict[str, str]:
     """os.environ plus ccache settings that survive a clone elsewhere.
 
@@ -45,7 +48,12 @@ def build_env(**extra: str) -> dict[str, str]:
     working directory is not hashed, so a fresh clone in another directory
     still hits the cache. `extra` variables are set on top.
     """
-    env = dict(os.environ)
+    # A build the tool starts is a top-level one, even when the tool runs
+    # under `make test`: an outer make's recursion state would change what
+    # the inner makes do (PostgreSQL makes its generated headers first only
+    # at MAKELEVEL 0, and a parallel build without them races) and would
+    # hand them the outer job server.
+    env = {k: v for k, v in os.environ.items() if k not in _OUTER_MAKE_STATE}
     env.setdefault("CCACHE_BASEDIR", str(paths.build_root()))
     env.setdefault("CCACHE_NOHASHDIR", "1")
     env.update(extra)
