@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import (GUEST, PROGRAMS, assert_suite_passed, build_image, fixture_name,
                             ukl)
+from ukl.kbuild import flavour, module
 from ukl.matrix import BASE_CHECKS
 from ukl.qemu import models
 from ukl.qemu.command import CPU_MODELS
@@ -37,9 +38,21 @@ suite_ukl_distro = _image_fixture("suite_ukl_distro", GUEST / "ukl_suite.c", "uk
 suite_ukl_ret_distro = _image_fixture("suite_ukl_ret_distro", GUEST / "ukl_suite.c",
                                       "ukl-ret-distro")
 suite_stock_distro = _image_fixture("suite_stock_distro", GUEST / "ukl_suite.c", "stock-distro")
-trace_ukl_distro = _image_fixture("trace_ukl_distro", PROGRAMS / "trace_vdso.c", "ukl-distro")
-trace_stock_distro = _image_fixture("trace_stock_distro", PROGRAMS / "trace_vdso.c",
-                                    "stock-distro")
+
+
+def _trace_fixture(fixture: str, kernel: str) -> Callable[..., str]:
+    """trace_vdso.c on `kernel`, with tests/programs/ukl_probe built for it
+    as /ukl_probe.ko (register_kprobe() from a module)."""
+    def build(request: pytest.FixtureRequest) -> str:
+        request.getfixturevalue(fixture_name(kernel))
+        ko = module.build_module(flavour.get(kernel), PROGRAMS / "ukl_probe")
+        return build_image(f"t-{fixture.replace('_', '-')}", str(PROGRAMS / "trace_vdso.c"),
+                           "--kernel", kernel, "--file", f"{ko}:/ukl_probe.ko")
+    return pytest.fixture(scope="module", name=fixture)(build)
+
+
+trace_ukl_distro = _trace_fixture("trace_ukl_distro", "ukl-distro")
+trace_stock_distro = _trace_fixture("trace_stock_distro", "stock-distro")
 
 
 def _run(image: str, vendor: str, *args: str, smp: int = 1) -> tuple[int, str]:
@@ -109,7 +122,8 @@ def test_instruction_breakpoint_counts_and_moves_on(request: pytest.FixtureReque
 # the vDSO stand-ins the application calls are its code, which no probe
 # reaches (kernel 0027; before it, a probe on ktime_get_real_ts64() made
 # the application's return schedule in atomic context, or killed it with
-# SIGTRAP). First, an INT3 probe set after the application forked is hit in
+# SIGTRAP), not even register_kprobe() from a module (ukl_probe.ko; before
+# kernel 0032 it accepted them). First, an INT3 probe set after the application forked is hit in
 # the child: its instruction slot is module memory allocated after the
 # child's copy of the kernel image's page tables was made (kernel 0030).
 @pytest.mark.parametrize("image,smp", [("trace_ukl_distro", 1), ("trace_ukl_distro", 2),
@@ -121,5 +135,8 @@ def test_tracing_beside_the_application(request: pytest.FixtureRequest, image: s
     for check in ("kprobe-int3-forked-child", "kprobe-syscall", "kprobe-int3-syscall",
                   "ftrace-syscall",
                   "kprobe-timekeeping", "kprobe-int3-timekeeping", "ftrace-timekeeping",
-                  "kprobe-refused-vdso", "kprobe-refused-app", "ftrace-refused-vdso"):
+                  "kprobe-refused-vdso", "kprobe-refused-app", "ftrace-refused-vdso",
+                  "kprobe-module-kernel", "kprobe-module-refused-app"):
         assert f"trace_vdso: ok {check}\n" in out, out
+    if image == "trace_ukl_distro":
+        assert "trace_vdso: ok kprobe-module-refused-vdso\n" in out, out

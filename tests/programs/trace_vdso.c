@@ -12,6 +12,9 @@
  *    taken for the application's;
  *  - on the application's own code and the vDSO stand-ins, which are
  *    application code: kprobes and the function tracer must refuse them;
+ *  - the same through register_kprobe() from a module (/ukl_probe.ko, when
+ *    the image has it): refused on the application's code and the
+ *    stand-ins, accepted on a kernel function;
  *  - first of all, an INT3 kprobe set after the application forked, hit by
  *    the child: the probe's out-of-line instruction slot is new module
  *    memory, which the child's copy of the kernel image's page tables
@@ -26,6 +29,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -199,6 +203,48 @@ static void kprobe_refused(const char *what, const char *func)
 	check(what, off < 0, "kprobes accepted a probe there");
 }
 
+int main(void);
+
+/* The vDSO stand-in, on a UKL kernel only (no definition on stock). */
+extern int ukl_vdso_clock_gettime(clockid_t clock, struct timespec *ts) __attribute__((weak));
+
+/*
+ * Load /ukl_probe.ko with @params: its load fails with register_kprobe()'s
+ * error, or ECANCELED if the probe was accepted. Returns that errno, or 0
+ * if the module loaded (it never should).
+ */
+static int module_probe(const char *params)
+{
+	int fd = open("/ukl_probe.ko", O_RDONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -1;
+	if (syscall(SYS_finit_module, fd, params, 0))
+		err = errno;
+	close(fd);
+	printf("trace_vdso: ukl_probe.ko %s: %s\n", params, err ? strerror(err) : "loaded");
+	return err;
+}
+
+static void module_probes(void)
+{
+	char params[64];
+
+	if (access("/ukl_probe.ko", R_OK))
+		return;
+	check("kprobe-module-kernel", module_probe("sym=__x64_sys_getppid") == ECANCELED,
+	      "register_kprobe() refused a kernel function");
+	snprintf(params, sizeof(params), "addr=%lu", (unsigned long)main);
+	check("kprobe-module-refused-app", module_probe(params) == EINVAL,
+	      "register_kprobe() did not refuse the application's main()");
+	if (ukl_vdso_clock_gettime) {
+		snprintf(params, sizeof(params), "addr=%lu",
+			 (unsigned long)ukl_vdso_clock_gettime);
+		check("kprobe-module-refused-vdso", module_probe(params) == EINVAL,
+		      "register_kprobe() did not refuse a vDSO stand-in");
+	}
+}
+
 /* Trace @func with the function tracer while @call runs. */
 static void function_tracer(const char *what, const char *func,
 			    int (*call)(void), int min_seen)
@@ -250,6 +296,7 @@ int main(void)
 	/* The application's own code and the stand-ins it calls. */
 	kprobe_refused("kprobe-refused-vdso", "ukl_vdso_clock_gettime");
 	kprobe_refused("kprobe-refused-app", "__ukl_main");
+	module_probes();
 	check("ftrace-refused-vdso",
 	      !write_file_quiet("set_ftrace_filter", "ukl_vdso_clock_gettime\n", 1),
 	      "the function tracer accepted a stand-in");

@@ -31,12 +31,12 @@ def output_dir(flavour: str) -> Path:
     return paths.kernel_builds_dir() / flavour
 
 
-def _make_env() -> dict[str, str]:
+def make_env() -> dict[str, str]:
     # Stable version banner: the same sources give the same vmlinux strings.
     return build_env(KBUILD_BUILD_USER="ukl", KBUILD_BUILD_HOST="ukl")
 
 
-def _make(tree: Path, out: Path, *targets: str) -> list[str]:
+def make_command(tree: Path, out: Path, *targets: str) -> list[str]:
     cc = cached("gcc")
     return ["make", "-C", str(tree), f"O={out}", f"-j{jobs()}",
             f"CC={cc}", f"HOSTCC={cc}", *targets]
@@ -53,9 +53,9 @@ def configure(tree: Path, flavour: Flavour, out: Path) -> Path:
         return dot_config
     allconfig = out / "ukl-allconfig"
     allconfig.write_text(text)
-    env = _make_env()
+    env = make_env()
     env["KCONFIG_ALLCONFIG"] = str(allconfig)
-    run_logged(_make(tree, out, "allnoconfig"), label=f"configure kernel {flavour.name}",
+    run_logged(make_command(tree, out, "allnoconfig"), label=f"configure kernel {flavour.name}",
                log_path=paths.logs_dir() / f"kernel-{flavour.name}-config.log", env=env)
     bad = kconfig.mismatches(wanted, kconfig.parse(dot_config.read_text(), str(dot_config)))
     if bad:
@@ -109,8 +109,8 @@ def build(flavour: Flavour, ukl_app: Path | None = None, build_as: str | None = 
             targets.append(f"UKL_APP={ukl_app.resolve()}")
         counter = StepCounter.remembered(_KBUILD_STEP, out, _DEFAULT_STEPS)
         log_path = paths.logs_dir() / f"kernel-{flavour.name}.log"
-        run_logged(_make(tree, out, *targets), label=f"kernel {flavour.name}",
-                   log_path=log_path, env=_make_env(), counter=counter)
+        run_logged(make_command(tree, out, *targets), label=f"kernel {flavour.name}",
+                   log_path=log_path, env=make_env(), counter=counter)
         counter.save(out)
         warned = objtool.unexpected(log_path.read_text(errors="replace"))
         if warned:
