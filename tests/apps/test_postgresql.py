@@ -121,3 +121,32 @@ def test_concurrent_clients_each_get_a_forked_backend(postgres_image: str) -> No
         again.close()
         admin.close()
         assert runner.poll() is None, "the server exited while serving"
+
+
+def _capability_sets(status: str) -> dict[str, int]:
+    """CapInh .. CapAmb of a /proc/PID/status text, as numbers."""
+    sets = {}
+    for line in status.splitlines():
+        key, _, value = line.partition(":")
+        if key.startswith("Cap"):
+            sets[key] = int(value.strip(), 16)
+    return sets
+
+
+def test_programs_the_server_runs_get_no_capabilities(postgres_image: str) -> None:
+    # The server was started as postgres keeping CAP_SYS_RAWIO ambient, as
+    # starting the application needs; the kernel clears the inheritable and
+    # ambient sets at that start, so a program the server runs (COPY ... TO
+    # PROGRAM, which the superuser may use) is an ordinary process of user
+    # postgres.
+    with guest.booted(postgres_image, HOST_PORT, 5432) as runner:
+        admin = _connect()
+        with admin.cursor() as cur:
+            cur.execute("COPY (SELECT 1) TO PROGRAM "
+                        "'grep -e ^Cap -e ^Uid /proc/self/status > /tmp/status'")
+        status = _scalar(admin, "SELECT pg_read_file('/tmp/status')")
+        admin.close()
+        assert runner.poll() is None, "the server exited"
+    assert "\nUid:\t999\t999\t999\t999" in "\n" + status, status
+    sets = _capability_sets(status)
+    assert all(sets[k] == 0 for k in ("CapInh", "CapPrm", "CapEff", "CapAmb")), status

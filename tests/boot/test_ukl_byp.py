@@ -16,7 +16,7 @@ from tests.conftest import GUEST, PROGRAMS, assert_suite_passed, build_image, uk
 from ukl.bench import report
 
 pytestmark = pytest.mark.boot
-BYPASS_CHECKS = ["toggle", "inherit", "signal-in-loop", "restart", "sched"]
+BYPASS_CHECKS = ["toggle", "inherit", "signal-in-loop", "restart", "signal-frame", "sched"]
 
 
 def test_bypass_keeps_signals_restart_and_scheduling(ukl_byp_kernel) -> None:
@@ -47,10 +47,12 @@ def test_kernel_without_byp_refuses_bypass(ukl_kernel) -> None:
 
 def test_bypass_cuts_system_call_instructions(tmp_path: Path, ukl_kernel,
                                               ukl_byp_kernel) -> None:
-    # Exact instruction counts (icount): bypass must take the short path.
+    # Exact instruction counts (icount): bypass must take the short path
+    # (kernel 0031: 147 of ukl's 223 for getppid; 159, 0.71x, with the
+    # whole frame every time).
     res = ukl("bench", "--quick", "--name", "byp", "--configs", "ukl,ukl-byp", "floor",
               env={"UKL_RESULTS_DIR": str(tmp_path)})
     assert res.returncode == 0, res.stdout + res.stderr
     rows = report.read_csv(tmp_path / "byp" / "results.csv")
     getppid = {r.config: r.median for r in rows if r.op == "getppid"}
-    assert getppid["ukl-byp"] < 0.8 * getppid["ukl"], getppid
+    assert getppid["ukl-byp"] < 0.69 * getppid["ukl"], getppid

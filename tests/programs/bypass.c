@@ -6,6 +6,11 @@
  * check prints "bypass: ok NAME" or "bypass: FAIL NAME: why"; the exit
  * status is the number of failures. On a UKL kernel without UKL_BYP the
  * program prints "bypass: unsupported (errno N)" and exits with 3.
+ *
+ * The bypass saves only part of the register frame for most calls and
+ * completes it when the call has exit work to do (a signal to deliver):
+ * check "signal-frame" sees the whole frame in a signal's context and
+ * after the return.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,7 +20,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <ukl.h>
 #include <unistd.h>
 
@@ -150,6 +157,84 @@ static const char *check_restart(void)
 	return why;
 }
 
+/* Callee-saved registers around kill(getpid(), SIGUSR1) by the entry point. */
+static const unsigned long regs_in[6] = {
+	0x1111111111111111UL, 0x2222222222222222UL, 0x3333333333333333UL,
+	0x4444444444444444UL, 0x5555555555555555UL, 0x6666666666666666UL,
+};
+static unsigned long regs_after[6], regs_in_handler[6];
+static volatile sig_atomic_t usr1_seen;
+
+static void on_usr1(int sig, siginfo_t *info, void *ctx)
+{
+	const greg_t *g = ((ucontext_t *)ctx)->uc_mcontext.gregs;
+
+	(void)sig;
+	(void)info;
+	regs_in_handler[0] = g[REG_RBX];
+	regs_in_handler[1] = g[REG_RBP];
+	regs_in_handler[2] = g[REG_R12];
+	regs_in_handler[3] = g[REG_R13];
+	regs_in_handler[4] = g[REG_R14];
+	regs_in_handler[5] = g[REG_R15];
+	usr1_seen++;
+}
+
+/*
+ * A signal found at the end of a bypassed call is delivered from a frame
+ * that holds the caller's registers: the handler's context shows them, and
+ * rt_sigreturn gives them back.
+ */
+static const char *check_signal_frame(void)
+{
+	struct sigaction sa = { 0 };
+	long pid = getpid(), ret;
+
+	sa.sa_sigaction = on_usr1;
+	sa.sa_flags = SA_SIGINFO;
+	if (sigaction(SIGUSR1, &sa, NULL))
+		return "sigaction";
+	usr1_seen = 0;
+	{
+		/*
+		 * Registers the call preserves and the asm does not set; no
+		 * function call between here and the asm may clobber them.
+		 */
+		register const unsigned long *in __asm__("r8") = regs_in;
+		register unsigned long *out __asm__("r9") = regs_after;
+
+		__asm__ volatile("push %%rbp\n\t"
+				 "movq 0(%[in]), %%rbx\n\t"
+				 "movq 8(%[in]), %%rbp\n\t"
+				 "movq 16(%[in]), %%r12\n\t"
+				 "movq 24(%[in]), %%r13\n\t"
+				 "movq 32(%[in]), %%r14\n\t"
+				 "movq 40(%[in]), %%r15\n\t"
+				 "call ukl_entry_SYSCALL_64\n\t"
+				 "movq %%rbx, 0(%[out])\n\t"
+				 "movq %%rbp, 8(%[out])\n\t"
+				 "movq %%r12, 16(%[out])\n\t"
+				 "movq %%r13, 24(%[out])\n\t"
+				 "movq %%r14, 32(%[out])\n\t"
+				 "movq %%r15, 40(%[out])\n\t"
+				 "pop %%rbp"
+				 : "=a"(ret)
+				 : "a"((long)SYS_kill), "D"(pid), "S"((long)SIGUSR1),
+				   [in] "r"(in), [out] "r"(out)
+				 : "rcx", "r11", "rbx", "r12", "r13", "r14", "r15", "memory",
+				   "cc");
+	}
+	if (ret != 0)
+		return "kill(getpid(), SIGUSR1) failed";
+	if (usr1_seen != 1)
+		return "SIGUSR1 was not delivered at the end of the call";
+	if (memcmp(regs_in_handler, regs_in, sizeof(regs_in)))
+		return "the signal's context does not hold the caller's rbx, rbp, r12-r15";
+	if (memcmp(regs_after, regs_in, sizeof(regs_in)))
+		return "rbx, rbp or r12-r15 changed across the call";
+	return NULL;
+}
+
 /*
  * On one CPU, a process that only makes bypassed calls still lets another
  * one run: a forked child counts in shared memory while we loop.
@@ -195,6 +280,7 @@ int main(void)
 	report("inherit", check_inherit());
 	report("signal-in-loop", check_signal_in_loop());
 	report("restart", check_restart());
+	report("signal-frame", check_signal_frame());
 	report("sched", check_sched());
 	printf("bypass: %d failure(s)\n", failures);
 	return failures;

@@ -10,7 +10,9 @@
  * linked into it only for a caller with CAP_SYS_RAWIO, so without it the
  * exec of the trigger path fails with EPERM. The capability is raised as
  * an ambient capability, the only kind an exec of an ordinary file keeps
- * for a non-root user.
+ * for a non-root user. The kernel clears the inheritable and ambient sets
+ * once it has started the application, so the programs it runs inherit
+ * nothing.
  */
 #define _GNU_SOURCE
 #include <errno.h>
