@@ -6,7 +6,6 @@ each rebuilds only what changed.
 """
 from __future__ import annotations
 
-import fcntl
 import re
 import sys
 from pathlib import Path
@@ -100,8 +99,7 @@ def build(flavour: Flavour, ukl_app: Path | None = None, build_as: str | None = 
     out = output_dir(build_as or flavour.name)
     out.mkdir(parents=True, exist_ok=True)
     # One build per output directory at a time: the app link rewrites vmlinux.
-    with (out / seed.LOCK_NAME).open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with seed.locked(out):
         _seed_first_build(flavour, out)
         configure(tree, flavour, out)
         targets = ["vmlinux"]

@@ -8,7 +8,6 @@ repository stays clean and each flavour has its own objects.
 """
 from __future__ import annotations
 
-import fcntl
 import shutil
 from pathlib import Path
 
@@ -41,8 +40,7 @@ def build_module(flavour: Flavour, source: Path) -> Path:
     tree = series.prepare(debian.get("linux"))
     log = paths.logs_dir() / f"kmod-{flavour.name}-{source.name}.log"
     # The flavour's output directory is shared with its kernel builds.
-    with (out / seed.LOCK_NAME).open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with seed.locked(out):
         run_logged(build.make_command(tree, out, "scripts/module.lds"),
                    label=f"module linker script ({flavour.name})", env=build.make_env(),
                    log_path=log)

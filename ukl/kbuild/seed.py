@@ -16,6 +16,8 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ukl.common.errors import UklError
@@ -25,6 +27,15 @@ LOCK_NAME = ".ukl-build.lock"
 # Not carried over: the lock is the directory's own, and the step count of
 # a full build would make an incremental one look stuck near 0%.
 _NOT_COPIED = {LOCK_NAME, ".ukl-steps"}
+
+
+@contextmanager
+def locked(out: Path, shared: bool = False) -> Iterator[None]:
+    """Hold output directory `out`'s lock: exclusive for a build there
+    (the app link rewrites vmlinux), shared for a reader."""
+    with (out / LOCK_NAME).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
 
 
 def nearest(wanted: dict[str, str], builds: Path, exclude: Path) -> Path | None:
@@ -62,8 +73,7 @@ def seed(out: Path, source: Path) -> None:
     scratch = out.parent / f".{out.name}.seeding"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
-    with (source / LOCK_NAME).open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_SH)
+    with locked(source, shared=True):
         # cp -a keeps timestamps (Kbuild's up-to-date test) and symlinks
         # (`source` points at the kernel tree); reflinks where the file
         # system has them.
