@@ -25,12 +25,19 @@ pytestmark = pytest.mark.boot
 BOOT_TIMEOUT = "600"
 
 
-def _image_fixture(fixture: str, source: Path, kernel: str) -> Callable[..., str]:
+def _image_fixture(fixture: str, source: Path, kernel: str,
+                   module_dir: Path | None = None) -> Callable[..., str]:
     """A module fixture named `fixture`: `source` built as an image on the
-    flavour `kernel` (its kernel built first, by its session fixture)."""
+    flavour `kernel` (its kernel built first, by its session fixture), with
+    the kernel module in `module_dir`, if any, built for it as /NAME.ko."""
     def build(request: pytest.FixtureRequest) -> str:
         request.getfixturevalue(fixture_name(kernel))
-        return build_image(f"t-{fixture.replace('_', '-')}", str(source), "--kernel", kernel)
+        extra: list[str] = []
+        if module_dir is not None:
+            ko = module.build_module(flavour.get(kernel), module_dir)
+            extra = ["--file", f"{ko}:/{ko.name}"]
+        return build_image(f"t-{fixture.replace('_', '-')}", str(source), "--kernel", kernel,
+                           *extra)
     return pytest.fixture(scope="module", name=fixture)(build)
 
 
@@ -38,21 +45,11 @@ suite_ukl_distro = _image_fixture("suite_ukl_distro", GUEST / "ukl_suite.c", "uk
 suite_ukl_ret_distro = _image_fixture("suite_ukl_ret_distro", GUEST / "ukl_suite.c",
                                       "ukl-ret-distro")
 suite_stock_distro = _image_fixture("suite_stock_distro", GUEST / "ukl_suite.c", "stock-distro")
-
-
-def _trace_fixture(fixture: str, kernel: str) -> Callable[..., str]:
-    """trace_vdso.c on `kernel`, with tests/programs/ukl_probe built for it
-    as /ukl_probe.ko (register_kprobe() from a module)."""
-    def build(request: pytest.FixtureRequest) -> str:
-        request.getfixturevalue(fixture_name(kernel))
-        ko = module.build_module(flavour.get(kernel), PROGRAMS / "ukl_probe")
-        return build_image(f"t-{fixture.replace('_', '-')}", str(PROGRAMS / "trace_vdso.c"),
-                           "--kernel", kernel, "--file", f"{ko}:/ukl_probe.ko")
-    return pytest.fixture(scope="module", name=fixture)(build)
-
-
-trace_ukl_distro = _trace_fixture("trace_ukl_distro", "ukl-distro")
-trace_stock_distro = _trace_fixture("trace_stock_distro", "stock-distro")
+# With tests/programs/ukl_probe: register_kprobe() from a module.
+trace_ukl_distro = _image_fixture("trace_ukl_distro", PROGRAMS / "trace_vdso.c", "ukl-distro",
+                                  PROGRAMS / "ukl_probe")
+trace_stock_distro = _image_fixture("trace_stock_distro", PROGRAMS / "trace_vdso.c",
+                                    "stock-distro", PROGRAMS / "ukl_probe")
 
 
 def _run(image: str, vendor: str, *args: str, smp: int = 1) -> tuple[int, str]:
@@ -123,9 +120,10 @@ def test_instruction_breakpoint_counts_and_moves_on(request: pytest.FixtureReque
 # reaches (kernel 0027; before it, a probe on ktime_get_real_ts64() made
 # the application's return schedule in atomic context, or killed it with
 # SIGTRAP), not even register_kprobe() from a module (ukl_probe.ko; before
-# kernel 0032 it accepted them). First, an INT3 probe set after the application forked is hit in
-# the child: its instruction slot is module memory allocated after the
-# child's copy of the kernel image's page tables was made (kernel 0030).
+# kernel 0032 it accepted them). First, an INT3 probe set after the
+# application forked is hit in the child: its instruction slot is module
+# memory allocated after the child's copy of the kernel image's page tables
+# was made (kernel 0030).
 @pytest.mark.parametrize("image,smp", [("trace_ukl_distro", 1), ("trace_ukl_distro", 2),
                                        ("trace_stock_distro", 1)])
 def test_tracing_beside_the_application(request: pytest.FixtureRequest, image: str,
