@@ -18,6 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("app",),                                   # compiling applications
     ("pipeline", "results"),                    # program + flavour -> image; results/
     ("bench", "matrix", "fuzz", "soak"),        # recorded runs
+    ("profile",),                               # profiles, on bench's plugin builder
     ("cli",),                                   # the command line
     ("__main__",),                              # python3 -m ukl
 )

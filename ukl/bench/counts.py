@@ -39,14 +39,21 @@ def _glib_cflags() -> list[str]:
 def build() -> Path:
     """The plugin (build/qemu/ukl_counts.so), rebuilt when its source or
     QEMU's plugin header changes."""
+    return build_plugin(SOURCE)
+
+
+def build_plugin(source: Path) -> Path:
+    """A plugin of qemu/plugins/ (build/qemu/NAME.so), built against
+    Debian's QEMU plugin header; rebuilt when its source or the header
+    changes."""
     header_dir = debsrc.fetch("qemu") / "include" / "qemu"
     header = header_dir / "qemu-plugin.h"
     if not header.is_file():
         raise UklError(f"{header} is missing from Debian's qemu source package")
     # Written aside and renamed (cprogram): a QEMU running the old one keeps it.
-    return cprogram.compiled(SOURCE, paths.build_root() / "qemu" / "ukl_counts.so",
+    return cprogram.compiled(source, paths.build_root() / "qemu" / f"{source.stem}.so",
                              [*_CFLAGS, *_glib_cflags(), f"-I{header_dir}"],
-                             "building the ukl_counts QEMU plugin", (header.read_bytes(),))
+                             f"building the {source.stem} QEMU plugin", (header.read_bytes(),))
 
 
 # The kernel's indirect-branch thunks (retpolines, ITS thunks).

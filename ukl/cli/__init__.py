@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import NoReturn, Sequence
 
 from ukl.cli import bench, bench_apps, build, fuzz, image, initramfs, kernel, lint, matrix, run
-from ukl.cli import series, setup, soak, toolchain
+from ukl.cli import profile, series, setup, soak, toolchain
 from ukl.cli.args import Invocation
 from ukl.common.errors import UklError, UsageError
 
@@ -28,7 +28,8 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, ModuleType], ...]], ...] = (
     ("Build and run an application", (
         ("build", build), ("run", run), ("image", image), ("lint", lint),
         ("initramfs", initramfs))),
-    ("Measure", (("bench", bench), ("bench-apps", bench_apps), ("matrix", matrix))),
+    ("Measure", (("bench", bench), ("bench-apps", bench_apps), ("profile", profile),
+                 ("matrix", matrix))),
     ("Harden", (("fuzz", fuzz), ("soak", soak))),
     ("Work on UKL itself", (
         ("kernel", kernel), ("toolchain", toolchain), ("series", series))),
@@ -88,7 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"(see `ukl {args.command} --help`)")
         module = MODULES[args.command]
         if program_args and not getattr(module, "TAKES_PROGRAM_ARGS", False):
-            raise UsageError("arguments after '--' are only accepted by `ukl run`")
+            raise UsageError("arguments after '--' are only accepted by `ukl run` and "
+                             "`ukl profile`")
         inv = Invocation(command_line=shlex.join(["ukl", *argv]), program_args=program_args)
         status: int = module.run(args, inv)
         return status

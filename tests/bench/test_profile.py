@@ -1,0 +1,91 @@
+"""`ukl profile` is exact: tests/programs/profile_loop.c runs known work
+(f: 2 * K + 2 instructions of its own; getppid_loop: getppid() calls)
+inside counting windows, on the UKL kernel (application and kernel in one
+vmlinux) and as an ordinary process on stock, under -icount."""
+from __future__ import annotations
+
+import csv
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROGRAMS, build_image, ukl
+from ukl.bench import counts
+from ukl.profile import data
+
+pytestmark = pytest.mark.boot
+PROGRAM = PROGRAMS / "profile_loop.c"
+K = 100000
+CALLS = 1000
+
+
+def _profile(image: str, out: Path, *args: str) -> dict[str, dict[str, str]]:
+    """Profile `image`; the flat profile, by function. Checks what every
+    profile must hold: it adds up, and the program ran to its end."""
+    res = ukl("profile", image, "-o", str(out), "--quiet-console", "--timeout", "600", *args,
+              timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "warning" not in res.stderr, res.stderr
+    with (out / "flat.csv").open(newline="") as f:
+        flat = {row["function"]: row for row in csv.DictReader(f)}
+    raw = data.read(out / "raw.tsv")
+    # Every instruction of the window is in exactly one function, and in
+    # exactly one stack.
+    assert sum(int(r["self"]) for r in flat.values()) == raw.total
+    folded = (out / "stacks.folded").read_text().splitlines()
+    assert sum(int(line.rsplit(" ", 1)[1]) for line in folded) == raw.total
+    assert raw.overruns == 0
+    # The table printed at the end names the heaviest function.
+    assert "f\n" in res.stdout or " f\n" in res.stdout, res.stdout
+    return flat
+
+
+def _check(flat: dict[str, dict[str, str]], out: Path, entry: str) -> None:
+    """f's own instructions exactly; the loop and the kernel's getppid in
+    one call chain, through `entry`; both in the flame graph."""
+    assert int(flat["f"]["self"]) == 2 * K + 2
+    assert flat["f"]["kind"] == "app" and flat["__x64_sys_getppid"]["kind"] == "kernel"
+    assert flat["getppid_loop"]["kind"] == "app"
+    assert int(flat["__x64_sys_getppid"]["inclusive"]) >= int(flat["__x64_sys_getppid"]["self"])
+    chains = [line for line in (out / "stacks.folded").read_text().splitlines()
+              if "__x64_sys_getppid" in line]
+    assert any(f"main;getppid_loop;__getppid;{entry};" in c for c in chains), chains
+    svg = ET.parse(out / "flame.svg").getroot()
+    titles = " ".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}title"))
+    assert "getppid_loop (" in titles and "__x64_sys_getppid (" in titles
+
+
+def _counts_total(image: str, tmp_path: Path) -> int:
+    """The ukl_counts plugin's instructions in windows 0 and 1."""
+    out = tmp_path / "counts.csv"
+    res = ukl("run", image, "--icount", "--count", str(out), "--append", "norandmaps",
+              "--quiet-console", "--timeout", "600")
+    assert res.returncode == 0, res.stdout + res.stderr
+    w = counts.read(out)
+    return w["0"].counts["insns"] + w["1"].counts["insns"]
+
+
+def test_profile_on_ukl(ukl_kernel: Path, tmp_path: Path) -> None:
+    image = build_image("t-profile-ukl", str(PROGRAM))
+    flat = _profile(image, tmp_path / "p", "--window")
+    _check(flat, tmp_path / "p", "ukl_entry_SYSCALL_64")
+    # A system call is a function call: no privilege transition.
+    assert all(r["transitions"] == "0" for r in flat.values())
+    # The same windows, counted by the other plugin.
+    total = data.read(tmp_path / "p" / "raw.tsv").total
+    assert total == _counts_total(image, tmp_path)
+
+
+def test_profile_of_a_process_on_stock(stock_kernel: Path, tmp_path: Path) -> None:
+    image = build_image("t-profile-stock", str(PROGRAM), "--kernel", "stock")
+    flat = _profile(image, tmp_path / "p", "--window")
+    _check(flat, tmp_path / "p", "entry_SYSCALL_64")
+    # Each getppid() enters the kernel by SYSCALL in glibc's __getppid and
+    # leaves by SYSRET from entry_SYSCALL_64.
+    assert int(flat["__getppid"]["entries"]) == int(flat["__getppid"]["syscall"]) == CALLS
+    assert int(flat["entry_SYSCALL_64"]["sysret"]) == CALLS
+    # Between two functions: from f's first instruction to getppid_loop's.
+    between = _profile(image, tmp_path / "b", "--between", "f", "getppid_loop")
+    assert int(between["f"]["self"]) == 2 * K + 2
+    assert data.read(tmp_path / "b" / "raw.tsv").passes == 1

@@ -1,0 +1,190 @@
+"""`ukl profile`'s host side: the function table, the plugin's output,
+the flat profile, stacks, the flame graph and bad command lines."""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ukl
+from ukl.common.errors import UklError, UsageError
+from ukl.profile import analysis, data, flame, symbols
+from ukl.profile import run as profiler
+
+NM = """\
+ffffffff81000000 0000000000000040 T do_work
+ffffffff81000000 0000000000000040 t __do_work_alias
+ffffffff81000010 t .Llocal_label
+ffffffff81000020 0000000000000008 t nested_inside
+ffffffff81000040 T asm_exc_page_fault
+ffffffff81000060 0000000000000010 T irq_entries_start
+ffffffff81000100 T __ukl_text_start
+ffffffff81000100 0000000000000020 T __ukl__start
+ffffffff81000120 0000000000000020 T __ukl_main
+ffffffff81000140 T __ukl_text_end
+ffffffff81000200 0000000000000010 T __x64_sys_getppid
+ffffffff81000300 0000000000000010 D not_text
+"""
+
+
+def _funcs() -> list[symbols.Function]:
+    syms = symbols.parse_nm(NM)
+    where = {s.name: s.lo for s in syms}
+    return symbols.functions(syms, app_range=(where["__ukl_text_start"],
+                                              where["__ukl_text_end"]))
+
+
+def test_function_table_from_nm() -> None:
+    funcs = _funcs()
+    got = [(f.lo & 0xfff, f.hi & 0xfff, f.name, f.kind, f.flags) for f in funcs]
+    # Aliases and nested symbols are left out; a symbol without a size ends
+    # at the next; the application's lose the UKL prefix and are "app".
+    assert got[:3] == [(0x000, 0x040, "do_work", "kernel", "-"),
+                       (0x040, 0x060, "asm_exc_page_fault", "kernel", "e"),
+                       (0x060, 0x070, "irq_entries_start", "kernel", "E")]
+    assert ("_start", "app", "r") in [(n, k, fl) for _, _, n, k, fl in got]
+    assert ("main", "app", "-") in [(n, k, fl) for _, _, n, k, fl in got]
+    assert "not_text" not in [f.name for f in funcs]
+    assert all(a.hi <= b.lo for a, b in zip(funcs, funcs[1:]))
+
+
+def test_symbols_file_round_trip_and_names(tmp_path: Path) -> None:
+    funcs = _funcs()
+    path = tmp_path / "symbols.txt"
+    symbols.write(funcs, path)
+    assert path.read_text().splitlines()[0] == "ffffffff81000000 ffffffff81000040 - kernel do_work"
+    assert symbols.read(path) == funcs
+    assert symbols.names(funcs)[-2:] == [symbols.UNKNOWN_USER, symbols.UNKNOWN_KERNEL]
+    assert symbols.address(funcs, "main") == 0xffffffff81000120
+    with pytest.raises(UsageError, match="no function"):
+        symbols.address(funcs, "nosuch")
+
+
+def test_a_program_overlapping_the_kernel_is_refused() -> None:
+    kernel = [symbols.Function(0x1000, 0x2000, "k", symbols.KERNEL)]
+    program = [symbols.Function(0x400000, 0x400010, "_start", symbols.APP)]
+    assert [f.name for f in symbols.merge(kernel, program)] == ["k", "_start"]
+    with pytest.raises(UklError, match="overlap"):
+        symbols.merge(kernel, [symbols.Function(0x1800, 0x1900, "x", symbols.APP)])
+
+
+# Functions 0 main, 1 loop, 2 sys, 3 rec; 4 and 5 the unknown buckets.
+NAMES = ["main", "loop", "sys", "rec", symbols.UNKNOWN_USER, symbols.UNKNOWN_KERNEL]
+KINDS = ["app", "app", "kernel", "kernel", "user", "kernel"]
+RAW = """\
+# ukl_profile 1
+total\t1000\tpasses\t2\toverruns\t0
+functions\t6
+columns\tself\tentries\texits\tswapgs
+f\t0\t100\t0\t0\t0
+f\t1\t300\t5\t0\t0
+f\t2\t450\t0\t5\t10
+f\t3\t150\t0\t0\t0
+n\t1\t0\t0\t100
+n\t2\t1\t1\t300
+n\t3\t2\t2\t400
+n\t4\t3\t3\t100
+n\t5\t4\t3\t50
+n\t6\t5\t2\t50
+"""
+
+
+def test_flat_profile_inclusive_and_stacks() -> None:
+    prof = analysis.analyse(data.parse(RAW), NAMES, KINDS)
+    assert [r.name for r in prof.rows] == ["sys", "loop", "rec", "main"]
+    rows = {r.name: r for r in prof.rows}
+    assert rows["main"].inclusive == 1000
+    assert rows["loop"].inclusive == 900
+    # sys and rec recurse into themselves: counted once, at the outermost.
+    assert rows["sys"].inclusive == 600 and rows["rec"].inclusive == 200
+    assert rows["loop"].transitions == 5 and rows["sys"].events["swapgs"] == 10
+    assert prof.folded["main;loop;sys;rec;rec;sys"] == 50
+    assert sum(prof.folded.values()) == prof.total == prof.attributed
+    assert analysis.problems(prof) == []
+    text = analysis.table(prof, top=2)
+    assert "1000 instructions in 2 pass(es)" in text and "sys" in text and "rec" not in text
+    assert analysis.flat_csv(prof).splitlines()[1].startswith("sys,kernel,450,0.450000,600,")
+    assert "main;loop;sys 400\n" in analysis.folded_text(prof)
+    assert "  sys (60.0%)" in prof.tree
+
+
+def test_a_profile_that_does_not_add_up_says_so() -> None:
+    raw = data.parse(RAW.replace("total\t1000", "total\t1001"))
+    found = analysis.problems(analysis.analyse(raw, NAMES, KINDS))
+    assert len(found) == 2 and "1001" in found[0]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("nope\n", "no header"),
+    ("# ukl_profile 1\ntotal\t1\tpasses\t1\toverruns\t0\nfunctions\t2\ncolumns\tself\n"
+     "f\t7\t1\n", "out of range"),
+    ("# ukl_profile 1\ntotal\t1\tpasses\t1\toverruns\t0\nfunctions\t2\ncolumns\tself\n"
+     "n\t2\t1\t0\t1\n", "before its parent"),
+])
+def test_bad_plugin_output(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        data.parse(text)
+
+
+def test_missing_plugin_output_is_a_ukl_error(tmp_path: Path) -> None:
+    with pytest.raises(UklError, match="wrote no"):
+        data.read(tmp_path / "raw.tsv")
+
+
+def test_flame_graph_is_valid_svg_with_every_frame() -> None:
+    folded = {"main;loop;sys": 600, "main;loop": 300, "main;<odd & name>": 100}
+    svg = flame.render(folded, {"main": "app", "sys": "kernel"}, "a <title>")
+    root = ET.fromstring(svg)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    titles = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    for name in ("all", "main", "loop", "sys", "<odd & name>"):
+        assert any(t.startswith(f"{name} (") for t in titles), name
+    # Widths are proportional to inclusive counts: main is the whole width.
+    rects = {g.find("s:title", ns).text.split(" (")[0]: float(g.find("s:rect", ns).get("width"))
+             for g in root.iter("{http://www.w3.org/2000/svg}g")}
+    assert rects["main"] == pytest.approx(rects["all"])
+    assert rects["sys"] == pytest.approx(0.6 * rects["all"])
+
+
+def test_plugin_argument(tmp_path: Path) -> None:
+    funcs = _funcs()
+    req = profiler.Request(image="x", out=tmp_path, window="markers")
+    arg = profiler.plugin_argument(Path("/p/ukl_profile.so"), Path("/o/raw.tsv"),
+                                   Path("/o/s.txt"), req, funcs)
+    assert arg == "/p/ukl_profile.so,out=/o/raw.tsv,syms=/o/s.txt,window=markers"
+    req = profiler.Request(image="x", out=tmp_path, between=("main", "__x64_sys_getppid"))
+    assert profiler.plugin_argument(Path("/p.so"), Path("/r"), Path("/s"), req, funcs) == \
+        "/p.so,out=/r,syms=/s,from=ffffffff81000120,to=ffffffff81000200"
+    with pytest.raises(UklError, match="without commas"):
+        profiler.plugin_argument(Path("/p.so"), Path("/a,b"), Path("/s"), req, funcs)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--smp", "2"], "--smp 2: a profile runs on 1 CPU"),
+    (["--window", "300"], "--window 300: give a window number from 0 to 255"),
+    (["--window", "--between", "a", "b"], "give --window or --between, not both"),
+    (["--top", "0"], "--top must be at least 1"),
+])
+def test_bad_command_lines_are_one_line(args: list[str], message: str) -> None:
+    res = ukl("profile", "no-such-image", *args)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert lines == [f"ukl: error: {message}"] or (len(lines) == 1 and message in lines[0])
+
+
+def test_missing_image_is_one_line(tmp_path: Path) -> None:
+    res = ukl("profile", str(tmp_path / "no-such-image"), "-o", str(tmp_path / "out"))
+    assert res.returncode == 2
+    assert res.stderr.startswith("ukl: error: no image")
+
+
+def test_a_folder_of_other_files_is_not_written_into(tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "flat.csv").write_text("a user's own file\n")
+    res = ukl("profile", "no-such-image", "-o", str(folder))
+    assert res.returncode == 2
+    assert res.stderr.startswith("ukl: error: -o ") and "no earlier profile" in res.stderr
+    assert (folder / "flat.csv").read_text() == "a user's own file\n"
