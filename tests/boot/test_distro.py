@@ -9,6 +9,7 @@ get wrong shows up as a warning here.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -50,6 +51,11 @@ trace_ukl_distro = _image_fixture("trace_ukl_distro", PROGRAMS / "trace_vdso.c",
                                   PROGRAMS / "ukl_probe")
 trace_stock_distro = _image_fixture("trace_stock_distro", PROGRAMS / "trace_vdso.c",
                                     "stock-distro", PROGRAMS / "ukl_probe")
+# With tests/programs/ukl_nmi_nest: an NMI during a page fault's entry.
+nmi_ukl_distro = _image_fixture("nmi_ukl_distro", PROGRAMS / "nmi_nest.c", "ukl-distro",
+                                PROGRAMS / "ukl_nmi_nest")
+nmi_stock_distro = _image_fixture("nmi_stock_distro", PROGRAMS / "nmi_nest.c", "stock-distro",
+                                  PROGRAMS / "ukl_nmi_nest")
 
 
 def _run(image: str, vendor: str, *args: str, smp: int = 1) -> tuple[int, str]:
@@ -138,3 +144,22 @@ def test_tracing_beside_the_application(request: pytest.FixtureRequest, image: s
         assert f"trace_vdso: ok {check}\n" in out, out
     if image == "trace_ukl_distro":
         assert "trace_vdso: ok kprobe-module-refused-vdso\n" in out, out
+
+
+# An NMI that comes while a fault's frame is still on the IST stack the
+# fault came in on (on UKL, every gate without an IST stack of its own has
+# one; page faults their own with UKL_PF_SS), and whose handler faults the
+# same way, as perf's does when it reads a user stack. Before kernel 0034
+# the second fault's frame overwrote the first's and the machine hung;
+# stock, whose faults have no IST stack, is the reference.
+@pytest.mark.parametrize("image", ["nmi_ukl_distro", "nmi_stock_distro"])
+def test_a_faulting_nmi_during_a_fault_entry(request: pytest.FixtureRequest,
+                                             image: str) -> None:
+    code, out = _run(request.getfixturevalue(image), "amd")
+    assert code == 0 and "nmi_nest: ok" in out, out
+    # The module's own report: the NMI came at the fault handler's first
+    # instruction, and both faults reached their fixups.
+    for fault, entry in (("general protection", "asm_exc_general_protection"),
+                         ("page fault", "asm_exc_page_fault")):
+        assert re.search(f"ukl_nmi_nest: {fault}: NMI at {entry}\\+0x0/\\S+; its own fault "
+                         "fixed up; the fault it interrupted fixed up", out), out
