@@ -10,6 +10,7 @@ get wrong shows up as a warning here.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import Callable
 
@@ -27,19 +28,33 @@ BOOT_TIMEOUT = "600"
 
 
 def _image_fixture(fixture: str, source: Path, kernel: str,
-                   module_dir: Path | None = None) -> Callable[..., str]:
+                   module_dir: Path | None = None,
+                   files: tuple[str, ...] = ()) -> Callable[..., str]:
     """A module fixture named `fixture`: `source` built as an image on the
     flavour `kernel` (its kernel built first, by its session fixture), with
-    the kernel module in `module_dir`, if any, built for it as /NAME.ko."""
+    the kernel module in `module_dir`, if any, built for it as /NAME.ko,
+    and the files that the fixtures named in `files` give (--file args)."""
     def build(request: pytest.FixtureRequest) -> str:
         request.getfixturevalue(fixture_name(kernel))
         extra: list[str] = []
         if module_dir is not None:
             ko = module.build_module(flavour.get(kernel), module_dir)
             extra = ["--file", f"{ko}:/{ko.name}"]
+        for name in files:
+            extra += ["--file", request.getfixturevalue(name)]
         return build_image(f"t-{fixture.replace('_', '-')}", str(source), "--kernel", kernel,
                            *extra)
     return pytest.fixture(scope="module", name=fixture)(build)
+
+
+@pytest.fixture(scope="module")
+def ist_rsp(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """tests/programs/ist_rsp.c, an ordinary static program (the host's
+    gcc, not the UKL toolchain), as a --file argument."""
+    out = tmp_path_factory.mktemp("ist_rsp") / "ist_rsp"
+    subprocess.run(["gcc", "-static", "-O2", "-o", str(out), str(PROGRAMS / "ist_rsp.c")],
+                   check=True)
+    return f"{out}:/ist_rsp"
 
 
 suite_ukl_distro = _image_fixture("suite_ukl_distro", GUEST / "ukl_suite.c", "ukl-distro")
@@ -51,11 +66,11 @@ trace_ukl_distro = _image_fixture("trace_ukl_distro", PROGRAMS / "trace_vdso.c",
                                   PROGRAMS / "ukl_probe")
 trace_stock_distro = _image_fixture("trace_stock_distro", PROGRAMS / "trace_vdso.c",
                                     "stock-distro", PROGRAMS / "ukl_probe")
-# With tests/programs/ukl_nmi_nest: an NMI during a page fault's entry.
+# With tests/programs/ukl_nmi_nest and ist_rsp: NMIs against the IST stacks.
 nmi_ukl_distro = _image_fixture("nmi_ukl_distro", PROGRAMS / "nmi_nest.c", "ukl-distro",
-                                PROGRAMS / "ukl_nmi_nest")
+                                PROGRAMS / "ukl_nmi_nest", ("ist_rsp",))
 nmi_stock_distro = _image_fixture("nmi_stock_distro", PROGRAMS / "nmi_nest.c", "stock-distro",
-                                  PROGRAMS / "ukl_nmi_nest")
+                                  PROGRAMS / "ukl_nmi_nest", ("ist_rsp",))
 
 
 def _run(image: str, vendor: str, *args: str, smp: int = 1) -> tuple[int, str]:
@@ -146,20 +161,32 @@ def test_tracing_beside_the_application(request: pytest.FixtureRequest, image: s
         assert "trace_vdso: ok kprobe-module-refused-vdso\n" in out, out
 
 
-# An NMI that comes while a fault's frame is still on the IST stack the
-# fault came in on (on UKL, every gate without an IST stack of its own has
-# one; page faults their own with UKL_PF_SS), and whose handler faults the
-# same way, as perf's does when it reads a user stack. Before kernel 0034
-# the second fault's frame overwrote the first's and the machine hung;
-# stock, whose faults have no IST stack, is the reference.
-@pytest.mark.parametrize("image", ["nmi_ukl_distro", "nmi_stock_distro"])
-def test_a_faulting_nmi_during_a_fault_entry(request: pytest.FixtureRequest,
-                                             image: str) -> None:
-    code, out = _run(request.getfixturevalue(image), "amd")
-    assert code == 0 and "nmi_nest: ok" in out, out
+# NMIs against the IST stacks (kernel 0034). First, an NMI that comes
+# while a fault's frame is still on the IST stack the fault came in on (on
+# UKL, every gate without an IST stack of its own has one; page faults
+# their own with UKL_PF_SS), and whose handler faults the same way, as
+# perf's does when it reads a user stack: before 0034 the second fault's
+# frame overwrote the first's and the machine hung. Then, on 2 CPUs, an
+# unprivileged ordinary process that points its stack pointer just above
+# the bottom of CPU 1's UKL IST stacks while NMIs come: the NMI must not
+# take that stack pointer for the kernel's and move the IST entry into the
+# guard page (a panic in the first version of 0034). Stock, whose faults
+# have no IST stack, is the reference.
+@pytest.mark.parametrize("image,smp", [("nmi_ukl_distro", 1), ("nmi_ukl_distro", 2),
+                                       ("nmi_stock_distro", 2)])
+def test_nmis_against_the_ist_stacks(request: pytest.FixtureRequest, image: str,
+                                     smp: int) -> None:
+    code, out = _run(request.getfixturevalue(image), "amd", smp=smp)
+    assert code == 0 and "nmi_nest: 0 failure(s)" in out, out
+    assert "nmi_nest: ok nmi-during-fault-entry\n" in out, out
     # The module's own report: the NMI came at the fault handler's first
     # instruction, and both faults reached their fixups.
     for fault, entry in (("general protection", "asm_exc_general_protection"),
                          ("page fault", "asm_exc_page_fault")):
         assert re.search(f"ukl_nmi_nest: {fault}: NMI at {entry}\\+0x0/\\S+; its own fault "
                          "fixed up; the fault it interrupted fixed up", out), out
+    if image == "nmi_ukl_distro" and smp == 2:
+        for what in ("user-sp-on-ukl-ist", "user-sp-on-ukl-pf-ist"):
+            assert f"nmi_nest: ok {what}\n" in out, out
+        # The NMIs did interrupt the process in user mode (each part sends 5).
+        assert len(re.findall(r"NMI on cpu 1 at sp [0-9a-f]+, CPL3", out)) >= 2, out
