@@ -28,6 +28,10 @@ from ukl.qemu import command as qemu
 from ukl.qemu import run
 from ukl.results import ResultsWriter
 
+# TCG, asked for by name: the fuzzer's runs must be comparable whatever
+# host KVM there is (`ukl run --accel auto` would probe for it).
+ACCEL = "tcg"
+
 FUZZER = paths.REPO_ROOT / "guest" / "fuzz.c"
 # The ordinary process beside the application; it says on the console
 # when it cannot write its count or sleep (fuzz.c reads the count).
@@ -93,7 +97,7 @@ def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
     except UklError as e:
         return outcome("no build", e.message.splitlines()[0])
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=cpus, mem="1G",
-                           cpu=cpu_model,
+                           cpu=cpu_model, accel=ACCEL,
                            program_args=program_args(seed, seconds, threads, log_calls))
     ran = run.run(opts, log_name=name, timeout=seconds + BOOT_MARGIN_S, echo=False)
     console = ran.log.read_text(errors="replace")
@@ -140,7 +144,7 @@ def _write(out: ResultsWriter, outcomes: list[Outcome], kernels: list[Flavour]) 
     passed = sum(o.result == "pass" for o in outcomes)
     lines += ["", f"{passed} of {len(outcomes)} runs pass."]
     out.markdown("fuzz.md", "\n".join(lines))
-    out.meta("meta.json", kernels, qemu_mode="TCG, 1 GiB")
+    out.meta("meta.json", kernels, qemu_mode="TCG, 1 GiB", accel=ACCEL)
 
 
 def run_fuzz(kernels: list[Flavour], seed: int, seconds: int, cpus: int, threads: int,

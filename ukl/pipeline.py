@@ -67,6 +67,7 @@ def build_debian_image(name: str, flavour: Flavour, package: str, spec: Initramf
              else built.tools)
     spec.files += [(t, f"/usr/bin/{t.name}") for t in tools] + rec.files
     spec.default_args = rec.args
+    spec.default_env = rec.env
     if rec.user:
         spec.user = AppUser(rec.user)
     spec.program_link = rec.path

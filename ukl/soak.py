@@ -26,6 +26,10 @@ from ukl.qemu import command as qemu
 from ukl.qemu import run
 from ukl.results import ResultsWriter
 
+# TCG, asked for by name: a soak's runs must be comparable whatever host
+# KVM there is (`ukl run --accel auto` would probe for it).
+ACCEL = "tcg"
+
 SOAK = paths.REPO_ROOT / "guest" / "soak.c"
 PEER_PATH = "/soak-peer"
 # Boot and image unpacking, beyond the soak's own seconds, and a tenth
@@ -64,7 +68,7 @@ def soak(kernel: Flavour, seconds: int, cpus: int, cpu_model: str = "max") -> Ou
         return Outcome(kernel.name, seconds, cpus, cpu_model, "no build",
                        e.message.splitlines()[0], {}, None)
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=cpus, mem="1G",
-                           cpu=cpu_model, program_args=[str(seconds), "app"])
+                           cpu=cpu_model, accel=ACCEL, program_args=[str(seconds), "app"])
     ran = run.run(opts, log_name=name, timeout=seconds * (1 + SLACK) + BOOT_MARGIN_S, echo=False)
     console = ran.log.read_text(errors="replace")
     sides = ["app"] if NO_HELPERS_LINE in console else ["app", "peer"]
@@ -106,5 +110,5 @@ def run_soak(kernel: Flavour, seconds: int, cpus: int, name: str | None,
         lines += [f"- last progress, {who}: `{line}`" for who, line in o.progress.items()]
         out.markdown("soak.md", "\n".join(lines))
         out.meta("meta.json", [kernel],
-                 qemu_mode=f"TCG, -cpu {cpu_model}, {cpus} CPUs, 1 GiB")
+                 qemu_mode=f"TCG, -cpu {cpu_model}, {cpus} CPUs, 1 GiB", accel=ACCEL)
     return o

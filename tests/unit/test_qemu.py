@@ -161,3 +161,39 @@ def test_vulnerabilities_and_missing_mitigations() -> None:
         "indirect_target_selection: 'absent' lacks 'Mitigation'"]
     assert models.missing_mitigations({**vulns, "indirect_target_selection": "Mitigation: x"},
                                       "intel") == []
+
+
+def test_accel_kvm_and_tcg_command_lines() -> None:
+    assert _arg(qemu.command(_opts(accel="tcg")), "-accel") == "tcg"
+    cmd = qemu.command(_opts(accel="kvm", smp=2, forwards=[(8080, 80)]))
+    assert _arg(cmd, "-accel") == "kvm"
+    # Nothing else changes with the accelerator.
+    assert cmd[cmd.index("-cpu"):] == \
+        qemu.command(_opts(accel="tcg", smp=2, forwards=[(8080, 80)]))[cmd.index("-cpu"):]
+
+
+@pytest.mark.parametrize("tcg_only, flag", [({"icount": True}, "--icount"),
+                                            ({"gdb": True}, "--gdb"),
+                                            ({"plugin": "/p.so,out=x"}, "--count")])
+def test_kvm_refused_with_what_needs_tcg(tcg_only: dict[str, object], flag: str) -> None:
+    with pytest.raises(UklError, match=f"--accel kvm cannot be combined with {flag}"):
+        qemu.command(_opts(accel="kvm", **tcg_only))
+    assert _arg(qemu.command(_opts(accel="tcg", **tcg_only)), "-accel") == "tcg"
+
+
+def test_unknown_accel_refused() -> None:
+    with pytest.raises(UklError, match="accelerator 'hvf'"):
+        qemu.command(_opts(accel="hvf"))
+
+
+def test_kvm_probe_command_line() -> None:
+    from ukl.qemu import accel
+    cmd = accel.probe_command(Path("/k/vmlinux"), Path("/k/initramfs.cpio"))
+    assert _arg(cmd, "-accel") == "kvm"
+    append = _arg(cmd, "-append")
+    # busybox replaces init and prints the marker; the command line holds
+    # only the arithmetic that makes it, so the kernel echoing its command
+    # line cannot fake a success.
+    assert "rdinit=/bin/busybox -- sh -c" in append
+    assert accel.PROBE_MARKER.decode() not in append
+    assert "poweroff -f" in append

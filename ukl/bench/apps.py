@@ -28,6 +28,9 @@ from ukl.qemu import command as qemu
 from ukl.qemu import run
 from ukl.results import ResultsWriter
 
+# -icount exists only under TCG; recorded in apps-meta.json.
+ACCEL = "tcg"
+
 MEMCLIENT = paths.REPO_ROOT / "guest" / "memclient.c"
 RUN_TIMEOUT = 3600.0
 CLIENTS = 4
@@ -91,7 +94,8 @@ def run_app(app: str, bench: AppBench, flavour: Flavour
     # Each option's boot-args (kernel/options.ini) make an unmodified
     # server use it: ukl_bypass=1 for UKL_BYP.
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=1, mem="1G",
-                           icount=True, gdb=False, append=list(flavour.boot_args))
+                           icount=True, gdb=False, accel=ACCEL,
+                           append=list(flavour.boot_args))
     print(f"   [bench-apps] {app} on {flavour.name} (under icount) ...", file=sys.stderr)
     outcome = run.run(opts, log_name=name, timeout=RUN_TIMEOUT, echo=False)
     results = parse(outcome.log.read_text(errors="replace"), flavour.name)
@@ -150,5 +154,6 @@ def bench_apps(name: str, apps: list[str], configs: list[Flavour], requests: int
     out.csv("apps.csv", ("config", "app", "op", "requests_per_second"),
             [(r.config, r.app, r.op, f"{r.rps:.0f}") for r in results])
     out.markdown("apps.md", markdown(results, [c.name for c in configs], sizes))
-    out.meta("apps-meta.json", configs, requests=requests, clients=CLIENTS, sizes=sizes)
+    out.meta("apps-meta.json", configs, requests=requests, clients=CLIENTS, sizes=sizes,
+             accel=ACCEL)
     return out.dir

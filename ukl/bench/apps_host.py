@@ -33,6 +33,10 @@ from ukl.qemu import command as qemu
 from ukl.qemu import run
 from ukl.results import ResultsWriter
 
+# -icount and the counting plugin exist only under TCG; recorded in
+# apps-host-meta.json.
+ACCEL = "tcg"
+
 COUNT_WINDOW = paths.REPO_ROOT / "guest" / "count_window.c"
 CONTROL_PORT = 7777
 HOST_CONTROL_PORT = 17777
@@ -162,7 +166,8 @@ def run_app(app: str, flavour: Flavour, requests: int, plugin: Path) -> list[Ser
     counts_csv = paths.logs_dir() / f"counts-{name}.csv"
     counts_csv.unlink(missing_ok=True)
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=1, mem="1G",
-                           cpu=flavour.cpu, icount=True, append=list(flavour.boot_args),
+                           cpu=flavour.cpu, icount=True, accel=ACCEL,
+                           append=list(flavour.boot_args),
                            forwards=[(server.host_port, server.guest_port),
                                      (HOST_CONTROL_PORT, CONTROL_PORT)],
                            plugin=counts.plugin_argument(plugin, counts_csv,
@@ -239,5 +244,5 @@ def bench_apps_host(name: str, apps: list[str], configs: list[Flavour], requests
     out.markdown("apps-host.md", markdown(rows, [c.name for c in configs]))
     out.meta("apps-host-meta.json", configs, requests=requests, clients=CLIENTS,
              client="the host, through QEMU's port forward",
-             cpu_models={c.name: c.cpu for c in configs})
+             cpu_models={c.name: c.cpu for c in configs}, accel=ACCEL)
     return out.dir

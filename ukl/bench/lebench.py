@@ -27,6 +27,9 @@ from ukl.qemu import command as qemu
 from ukl.qemu import models, run
 from ukl.results import ResultsWriter, results_dir
 
+# -icount and the counting plugin exist only under TCG; recorded in meta.json.
+ACCEL = "tcg"
+
 LEBENCH = paths.REPO_ROOT / "guest" / "lebench.c"
 # Measurements per benchmark group (see lebench.c): 33 sizes per size sweep.
 GROUP_LINES = {"floor": 3, "file": 66, "pipe": 66, "udp": 66, "unix": 66,
@@ -125,6 +128,7 @@ def measure(prep: Prepared, shared: bool, plugin: Path) -> Measured:
     # 5264 instructions); fixed placement makes every boot count the same.
     opts = qemu.RunOptions(kernel=prep.img.kernel, initramfs=prep.img.initramfs, smp=1,
                            mem="1G", cpu=prep.flavour.cpu, icount=True, gdb=False,
+                           accel=ACCEL,
                            append=["norandmaps"],
                            program_args=prep.args,
                            plugin=counts.plugin_argument(plugin, counts_csv,
@@ -236,6 +240,7 @@ def bench(name: str, configs: list[Flavour], quick: bool, groups: list[str],
                  "\n## Native anchors\n\n" + anchors.markdown(native))
     out.meta("meta.json", configs,
              qemu_mode="TCG, -icount shift=0,sleep=off, 1 CPU, 1 GiB, the config's CPU model",
+             accel=ACCEL,
              iterations=1000 if quick else 10000, groups=groups or list(GROUP_LINES),
              note=report.NOTE, native_anchors=anchors.meta(native),
              cpu_models={c.name: c.cpu for c in configs},

@@ -2,8 +2,9 @@
 # PID 1 of every ukl image (generated from ukl/image/init.sh).
 #
 # Mounts the basics, starts the image's helper processes, runs the program
-# with the arguments the kernel passed after `--` on its command line, and
-# hands the program's exit status to the host.
+# with this run's arguments and environment (/etc/ukl/run.conf, appended by
+# `ukl run`; else the image's defaults, or what the kernel passed after `--`
+# on its command line), and hands the program's exit status to the host.
 
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root TERM=vt100
@@ -22,14 +23,63 @@ if [ -e /sys/class/net/eth0 ]; then
 	ip route add default via 10.0.2.2
 fi
 
-# Defines UKL_PROGRAM, UKL_DEFAULT_ARGS (shell-quoted), UKL_RUNAS (empty,
-# or ukl-runas and the user the program runs as) and ukl_start_helpers.
+# Defines UKL_PROGRAM, UKL_DEFAULT_ARGS and UKL_DEFAULT_ENV (shell-quoted
+# words), UKL_RUNAS (empty, or ukl-runas and the user the program runs as)
+# and ukl_start_helpers.
 . /etc/ukl/image.conf
-if [ $# -eq 0 ] && [ -n "$UKL_DEFAULT_ARGS" ]; then
+# This run's arguments (UKL_RUN_HAS_ARGS, UKL_RUN_ARGS) and environment
+# (UKL_RUN_ENV), never on the kernel command line, whose length and
+# quoting would limit them (ukl/image/runargs.py).
+UKL_RUN_ENV=
+if [ -e /etc/ukl/run.conf ]; then
+	. /etc/ukl/run.conf
+fi
+if [ -n "$UKL_RUN_HAS_ARGS" ]; then
+	eval "set -- $UKL_RUN_ARGS"
+elif [ $# -eq 0 ] && [ -n "$UKL_DEFAULT_ARGS" ]; then
 	eval "set -- $UKL_DEFAULT_ARGS"
 fi
+# The run's NAME=VALUE words after the image's: env(1) applies them in
+# order, so a run overrides a default.
+UKL_ENV="$UKL_DEFAULT_ENV $UKL_RUN_ENV"
+
+# `ukl run --disk`: UKL_RUN_MOUNTS holds DEVICE DIRECTORY pairs of ext4
+# disks, mounted before anything else runs and written back before the
+# status is reported (the debug-exit device ends QEMU at once).
+ukl_mount_disks() {
+	eval "set -- $UKL_RUN_MOUNTS"
+	while [ $# -ge 2 ]; do
+		mkdir -p "$2"
+		mount -t ext4 "$1" "$2" || echo "ukl-init: cannot mount $1 at $2"
+		shift 2
+	done
+}
+ukl_unmount_disks() {
+	[ -n "$UKL_RUN_MOUNTS" ] || return 0
+	sync
+	eval "set -- $UKL_RUN_MOUNTS"
+	while [ $# -ge 2 ]; do
+		umount "$2" 2>/dev/null || mount -o remount,ro "$2"
+		shift 2
+	done
+}
+if [ -n "$UKL_RUN_MOUNTS" ]; then
+	ukl_mount_disks
+fi
+
+# Start the program with its arguments. Its environment goes through env(1)
+# rather than `export` so that it reaches the program alone: a PATH or IFS
+# of the user's never changes how this script runs.
+ukl_exec_program() {
+	set -- $UKL_RUNAS "$UKL_PROGRAM" "$@"
+	case "$UKL_ENV" in
+	*[!\ ]*) eval "set -- $UKL_ENV \"\$@\""; exec env "$@" ;;
+	*) exec "$@" ;;
+	esac
+}
 
 ukl_report() {
+	ukl_unmount_disks
 	# The full status goes in this line, which the host reads from the
 	# console. QEMU's isa-debug-exit device then ends the VM with exit code
 	# (value << 1) | 1; only 7 bits of the value survive the host's 8-bit
@@ -47,7 +97,7 @@ ukl_report() {
 # run beside it (its exec would fail with EBUSY).
 if [ -e /sys/module/ukl/parameters/nss_pgd_syncs ] && [ -n "$UKL_PROGRAM" ]; then
 	echo "ukl-init: UKL_NSS: $UKL_PROGRAM replaces init; no helper processes"
-	exec $UKL_RUNAS "$UKL_PROGRAM" "$@"
+	ukl_exec_program "$@"
 fi
 
 ukl_start_helpers
@@ -57,5 +107,5 @@ if [ -z "$UKL_PROGRAM" ]; then
 	setsid cttyhack sh
 	ukl_report $?
 fi
-$UKL_RUNAS "$UKL_PROGRAM" "$@"
+(ukl_exec_program "$@")
 ukl_report $?

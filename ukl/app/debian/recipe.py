@@ -20,6 +20,8 @@ unknown package can still be tried. Format:
                                             patch -p1 after Debian's own)
     [run]
     args = ...                             (default program arguments)
+    env = NAME=VALUE ...                   (the program's environment, shell
+                                            words; `ukl run -e` overrides)
     user = NAME                            (run the program as this user, not
                                             root; see ukl/image/runas.c)
     path = /guest/path                     (start the program by this path, a
@@ -41,13 +43,14 @@ from typing import Mapping
 
 from ukl.common import paths
 from ukl.common.errors import UklError
+from ukl.image.runargs import env_problem
 
 RECIPES_DIR = paths.REPO_ROOT / "recipes"
 SYSTEMS = ("auto", "make", "configure")
 _KEYS = {
     "build": {"system", "configure_args", "make_args", "make_first", "program", "tools", "depends",
               "library", "patches"},
-    "run": {"args", "user", "path"},
+    "run": {"args", "env", "user", "path"},
     "image": {"files", "prepare"},
 }
 _USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
@@ -66,6 +69,8 @@ class Recipe:
     library: bool = False
     patches: list[Path] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
+    # NAME=VALUE entries in the program's environment.
+    env: list[str] = field(default_factory=list)
     # (host path, guest path) of extra image files.
     files: list[tuple[Path, str]] = field(default_factory=list)
     user: str | None = None
@@ -104,6 +109,10 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
             raise UklError(f"{path}: files entry '{item}': {recipes_dir / host} does not exist")
         files.append((recipes_dir / host, guest))
     user, start = _run_settings(run, path)
+    env = shlex.split(run.get("env", ""))
+    for entry in env:
+        if env_problem(entry):
+            raise UklError(f"{path}: env entry {entry!r}: {env_problem(entry)}")
     prepare = _prepare_script(image, recipes_dir, path)
     patches = [recipes_dir / rel for rel in shlex.split(build.get("patches", ""))]
     for patch in patches:
@@ -121,6 +130,7 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
         library=build.get("library", "no").lower() in ("yes", "true", "1"),
         patches=patches,
         args=shlex.split(run.get("args", "")),
+        env=env,
         files=files,
         user=user,
         path=start,
