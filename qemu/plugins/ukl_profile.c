@@ -9,6 +9,7 @@
  * are one vmlinux with one symbol table, so one profile shows both.
  *
  *   -plugin file=ukl_profile.so,out=FILE,syms=FILE[,window=markers|N][,from=A,to=A]
+ *           [,every=N,track=F[:F...]]
  *
  * syms: the functions, one a line, sorted and not overlapping: "LO HI FLAGS
  * ..." (hex addresses, HI exclusive; FLAGS "e" for an event entry: an
@@ -31,6 +32,16 @@
  * counts one of the two), window=N only window N's; from=A,to=A (hex) count
  * from each execution of the instruction at A to the next of the one at B
  * (the instruction at A counted, the one at B not).
+ *
+ * Series: every=N,track=F:G... (N instructions, F and G function indices)
+ * splits the tracked functions' counts into intervals of N instructions of
+ * the run (the whole run's, window or not): interval k holds what executed
+ * as instruction k * N + 1 to (k + 1) * N, the last interval what ran after
+ * the last multiple. Per interval and tracked function: calls, how many
+ * times its first instruction executed, and self instructions, both counted
+ * only inside the window as the profile is, so that a function's intervals
+ * add up to its profile. Exact, as the rest: the attribution that follows
+ * the counter stops at each multiple of N, writes the row and goes on.
  *
  * Stacks: a shadow call stack per vCPU. A block that ends in a CALL and ran
  * to its end pushes the return address; a block that starts at the return
@@ -108,16 +119,22 @@ struct flagged {
 	uint32_t index, bits;
 };
 
+/* The first instruction of a tracked function, at `index` of a block. */
+struct entry {
+	uint32_t index, slot;
+};
+
 struct block {
 	uint64_t start;
 	uint64_t ret_addr;	/* LAST_CALL: the address after the call */
-	uint32_t n_insns, nsegs, nflagged;
+	uint32_t n_insns, nsegs, nflagged, nentries;
 	bool user;		/* lower half: CPL3 */
 	bool event_entry;	/* starts at an event entry point */
 	bool reset;		/* starts at a program's entry point */
 	enum last last;
 	struct seg *segs;
 	struct flagged *flagged;
+	struct entry *entries;
 };
 
 struct frame {
@@ -163,6 +180,13 @@ static int window = -1;			/* -1: any marker window */
 static bool markers, whole_run = true;
 static uint64_t from_addr, to_addr;
 static char *out_path, *syms_path;
+/* Series: intervals of `every` instructions (0: none), per tracked slot. */
+static uint64_t every, next_boundary, last_row_end;
+static uint32_t ntracked;
+static uint32_t *tracked;		/* slot -> function */
+static int32_t *slot_of;		/* function -> slot, or -1 */
+static uint64_t *interval_calls, *interval_self;	/* per slot, this interval */
+static GArray *rows;			/* uint64_t: end, then calls, self per slot */
 
 static uint32_t unknown(bool user)
 {
@@ -260,9 +284,14 @@ static void attribute(struct vcpu_state *v, uint64_t n)
 		if (counting) {
 			self[func] += hi - lo;
 			node_at(v->node)->insns += hi - lo;
+			if (ntracked && slot_of[func] >= 0)
+				interval_self[slot_of[func]] += hi - lo;
 		}
 	}
 	if (counting) {
+		for (k = 0; k < b->nentries; k++)
+			if (b->entries[k].index >= v->off && b->entries[k].index < end)
+				interval_calls[b->entries[k].slot]++;
 		for (k = 0; k < b->nflagged; k++) {
 			struct flagged *f = &b->flagged[k];
 			int e;
@@ -277,11 +306,44 @@ static void attribute(struct vcpu_state *v, uint64_t n)
 	v->off = end;
 }
 
+/* The series' row of the interval that ends after instruction `end`. */
+static void end_interval(uint64_t end)
+{
+	uint32_t s;
+
+	g_array_append_val(rows, end);
+	for (s = 0; s < ntracked; s++) {
+		g_array_append_val(rows, interval_calls[s]);
+		g_array_append_val(rows, interval_self[s]);
+		interval_calls[s] = interval_self[s] = 0;
+	}
+	last_row_end = end;
+}
+
+/*
+ * Attribute the next `n` instructions executed (after `mark`), ending an
+ * interval of the series at each multiple of `every` they reach: the
+ * instructions up to it in that interval, the rest in the next.
+ */
+static void advance(struct vcpu_state *v, uint64_t n)
+{
+	while (every && v->mark + n >= next_boundary) {
+		uint64_t before = next_boundary - v->mark;
+
+		attribute(v, before);
+		v->mark = next_boundary;
+		n -= before;
+		end_interval(next_boundary);
+		next_boundary += every;
+	}
+	attribute(v, n);
+	v->mark += n;
+}
+
 /* Everything executed up to now, attributed. */
 static void sync_vcpu(struct vcpu_state *v)
 {
-	attribute(v, insns - v->mark);
-	v->mark = insns;
+	advance(v, insns - v->mark);
 }
 
 static void push(struct vcpu_state *v, uint64_t ret)
@@ -421,12 +483,8 @@ static void on_block(unsigned int vcpu_index, void *udata)
  */
 static void sync_before(struct vcpu_state *v, uint32_t index)
 {
-	if (index > v->off) {
-		uint32_t n = index - v->off;
-
-		attribute(v, n);
-		v->mark += n;
-	}
+	if (index > v->off)
+		advance(v, index - v->off);
 }
 
 /* A window opens before instruction `index` of the executing block. */
@@ -616,6 +674,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	struct block *b = g_new0(struct block, 1);
 	GArray *segs = g_array_new(false, false, sizeof(struct seg));
 	GArray *flagged = g_array_new(false, false, sizeof(struct flagged));
+	GArray *entries = g_array_new(false, false, sizeof(struct entry));
 
 	b->start = qemu_plugin_tb_vaddr(tb);
 	b->n_insns = n;
@@ -635,6 +694,11 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			struct seg s = { .func = func, .end = i + 1 };
 
 			g_array_append_val(segs, s);
+		}
+		if (ntracked && func < nfuncs && slot_of[func] >= 0 && funcs[func].lo == va) {
+			struct entry e = { .index = i, .slot = (uint32_t)slot_of[func] };
+
+			g_array_append_val(entries, e);
 		}
 		if (i == 0)
 			b->reset = func < nfuncs && funcs[func].reset && funcs[func].lo == va;
@@ -672,6 +736,8 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	b->segs = (struct seg *)g_array_free(segs, false);
 	b->nflagged = flagged->len;
 	b->flagged = (struct flagged *)g_array_free(flagged, false);
+	b->nentries = entries->len;
+	b->entries = (struct entry *)g_array_free(entries, false);
 	/* Blocks live as long as QEMU: a retranslation makes a new one. */
 	qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block, QEMU_PLUGIN_CB_NO_REGS, b);
 }
@@ -692,6 +758,9 @@ static void write_profile(qemu_plugin_id_t id, void *udata)
 	}
 	if (whole_run)
 		passes = 1;
+	/* The run's last instructions, after the last multiple of `every`. */
+	if (every && vcpu0.mark > last_row_end)
+		end_interval(vcpu0.mark);
 	if (!f) {
 		fprintf(stderr, "ukl_profile: cannot write %s\n", tmp);
 		g_free(tmp);
@@ -722,6 +791,22 @@ static void write_profile(qemu_plugin_id_t id, void *udata)
 		struct node *n = node_at(i);
 
 		fprintf(f, "n\t%u\t%u\t%u\t%" PRIu64 "\n", i, n->parent, n->func, n->insns);
+	}
+	if (every) {
+		uint32_t width = 1 + 2 * ntracked, r, s;
+
+		fprintf(f, "series\t%" PRIu64, every);
+		for (s = 0; s < ntracked; s++)
+			fprintf(f, "\t%u", tracked[s]);
+		fputc('\n', f);
+		for (r = 0; r < rows->len / width; r++) {
+			uint64_t *row = &g_array_index(rows, uint64_t, r * width);
+
+			fprintf(f, "s\t%u", r);
+			for (s = 0; s < width; s++)
+				fprintf(f, "\t%" PRIu64, row[s]);
+			fputc('\n', f);
+		}
 	}
 	if (fclose(f) || rename(tmp, out_path))
 		fprintf(stderr, "ukl_profile: cannot write %s\n", out_path);
@@ -762,10 +847,48 @@ static bool read_syms(const char *path)
 	return true;
 }
 
+/* track=F:G...: the functions (lines of syms=) whose series to keep. */
+static bool read_track(const char *list)
+{
+	gchar **items = g_strsplit(list, ":", -1);
+	uint32_t n = g_strv_length(items), f, s;
+
+	if (!n) {
+		fprintf(stderr, "ukl_profile: track=: give at least one function\n");
+		g_strfreev(items);
+		return false;
+	}
+	tracked = g_new(uint32_t, n);
+	slot_of = g_new(int32_t, nfuncs + 2);
+	for (f = 0; f < nfuncs + 2; f++)
+		slot_of[f] = -1;
+	for (s = 0; s < n; s++) {
+		char *end;
+		unsigned long long index = strtoull(items[s], &end, 10);
+
+		if (!*items[s] || *end || index >= nfuncs || slot_of[index] >= 0) {
+			fprintf(stderr, "ukl_profile: track=%s: give distinct function "
+				"indices below %u\n", list, nfuncs);
+			g_strfreev(items);
+			return false;
+		}
+		tracked[s] = (uint32_t)index;
+		slot_of[index] = (int32_t)s;
+	}
+	g_strfreev(items);
+	ntracked = n;
+	interval_calls = g_new0(uint64_t, n);
+	interval_self = g_new0(uint64_t, n);
+	rows = g_array_new(false, false, sizeof(uint64_t));
+	next_boundary = every;
+	return true;
+}
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 					   int argc, char **argv)
 {
 	struct node root = { .parent = 0, .func = NO_FUNC, .depth = 0 };
+	const char *track = NULL;
 	int i;
 
 	if (strcmp(info->target_name, "x86_64") != 0) {
@@ -808,6 +931,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			}
 			*(argv[i][0] == 'f' ? &from_addr : &to_addr) = a;
 			whole_run = false;
+		} else if (!strncmp(argv[i], "every=", 6)) {
+			every = strtoull(value, &end, 10);
+			if (*end || !every) {
+				fprintf(stderr, "ukl_profile: every=N: a positive number of "
+					"instructions\n");
+				return -1;
+			}
+		} else if (!strncmp(argv[i], "track=", 6)) {
+			track = value;
 		} else {
 			fprintf(stderr, "ukl_profile: unknown argument %s\n", argv[i]);
 			return -1;
@@ -821,7 +953,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		fprintf(stderr, "ukl_profile: give both from= and to=\n");
 		return -1;
 	}
+	if (!every != !track) {
+		fprintf(stderr, "ukl_profile: give both every= and track=\n");
+		return -1;
+	}
 	if (!read_syms(syms_path))
+		return -1;
+	if (track && !read_track(track))
 		return -1;
 	self = g_new0(uint64_t, nfuncs + 2);
 	events = g_malloc0(sizeof(*events) * (nfuncs + 2));

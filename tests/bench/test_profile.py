@@ -1,7 +1,9 @@
 """`ukl profile` is exact: tests/programs/profile_loop.c runs known work
 (f: 2 * K + 2 instructions of its own; getppid_loop: getppid() calls)
 inside counting windows, on the UKL kernel (application and kernel in one
-vmlinux) and as an ordinary process on stock, under -icount."""
+vmlinux) and as an ordinary process on stock, under -icount; and its
+series (--every, --track) splits f's known calls and instructions exactly
+into intervals."""
 from __future__ import annotations
 
 import csv
@@ -28,11 +30,14 @@ def _profile(image: str, out: Path, *args: str) -> dict[str, dict[str, str]]:
     assert res.returncode == 0, res.stdout + res.stderr
     assert "warning" not in res.stderr, res.stderr
     with (out / "flat.csv").open(newline="") as f:
-        flat = {row["function"]: row for row in csv.DictReader(f)}
+        rows = list(csv.DictReader(f))
+    # By name: a whole run has static functions that share one, but not the
+    # ones the tests look up.
+    flat = {row["function"]: row for row in rows}
     raw = data.read(out / "raw.tsv")
     # Every instruction of the window is in exactly one function, and in
     # exactly one stack.
-    assert sum(int(r["self"]) for r in flat.values()) == raw.total
+    assert sum(int(r["self"]) for r in rows) == raw.total
     folded = (out / "stacks.folded").read_text().splitlines()
     assert sum(int(line.rsplit(" ", 1)[1]) for line in folded) == raw.total
     assert raw.overruns == 0
@@ -89,3 +94,43 @@ def test_profile_of_a_process_on_stock(stock_kernel: Path, tmp_path: Path) -> No
     between = _profile(image, tmp_path / "b", "--between", "f", "getppid_loop")
     assert int(between["f"]["self"]) == 2 * K + 2
     assert data.read(tmp_path / "b" / "raw.tsv").passes == 1
+
+
+SERIES_K = 1000
+SERIES_CALLS = 3000
+
+
+def _series(out: Path) -> list[dict[str, int]]:
+    with (out / "series.csv").open(newline="") as f:
+        return [{k: int(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def _check_series(rows: list[dict[str, int]], flat: dict[str, dict[str, str]],
+                  every: int) -> None:
+    """Every interval but the last ends at a multiple of `every`; each
+    tracked function's intervals add up to its profile; f is entered
+    exactly SERIES_CALLS times, across more than one interval."""
+    assert [r["interval"] for r in rows] == list(range(len(rows)))
+    assert [r["insns_end"] for r in rows[:-1]] == [every * (k + 1) for k in range(len(rows) - 1)]
+    assert every * (len(rows) - 1) < rows[-1]["insns_end"] <= every * len(rows)
+    assert sum(r["f_calls"] for r in rows) == SERIES_CALLS
+    assert sum(r["f_self"] for r in rows) == int(flat["f"]["self"]) \
+        == SERIES_CALLS * (2 * SERIES_K + 2)
+    assert len([r for r in rows if r["f_calls"]]) > 1
+    assert sum(r["__x64_sys_getppid_self"] for r in rows) == int(flat["__x64_sys_getppid"]["self"])
+    assert sum(r["__x64_sys_getppid_calls"] for r in rows) >= CALLS
+
+
+def test_series_on_ukl(ukl_kernel: Path, tmp_path: Path) -> None:
+    image = build_image("t-profile-ukl", str(PROGRAM))
+    track = ("--track", "f,__x64_sys_getppid")
+    # The whole run, in intervals of a million instructions.
+    flat = _profile(image, tmp_path / "w", "--every", "1", *track, "--", "series")
+    _check_series(_series(tmp_path / "w"), flat, 1_000_000)
+    assert (tmp_path / "w" / "series.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Only the windows, in intervals of 0.25 million: the windows open and
+    # close inside intervals, the sums still match the (window's) profile.
+    flat = _profile(image, tmp_path / "m", "--window", "--every", "0.25", *track, "--", "series")
+    rows = _series(tmp_path / "m")
+    _check_series(rows, flat, 250_000)
+    assert sum(r["__x64_sys_getppid_calls"] for r in rows) == CALLS

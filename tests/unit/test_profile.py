@@ -2,6 +2,7 @@
 the flat profile, stacks, the flame graph and bad command lines."""
 from __future__ import annotations
 
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from tests.conftest import ukl
 from ukl.common.errors import UklError, UsageError
-from ukl.profile import analysis, data, flame, symbols
+from ukl.profile import analysis, data, flame, series, symbols
 from ukl.profile import run as profiler
 
 NM = """\
@@ -161,8 +162,98 @@ def test_plugin_argument(tmp_path: Path) -> None:
         profiler.plugin_argument(Path("/p.so"), Path("/a,b"), Path("/s"), req, funcs)
 
 
+def test_plugin_argument_with_a_series(tmp_path: Path) -> None:
+    funcs = _funcs()
+    req = profiler.Request(image="x", out=tmp_path, every=250000,
+                           track=["main", "__x64_sys_getppid"])
+    arg = profiler.plugin_argument(Path("/p.so"), Path("/r"), Path("/s"), req, funcs)
+    # Function indices are lines of the syms= file; ':' because QEMU splits
+    # a plugin's arguments at commas.
+    index = [f.name for f in funcs].index
+    assert arg == ("/p.so,out=/r,syms=/s,every=250000,"
+                   f"track={index('main')}:{index('__x64_sys_getppid')}")
+    with pytest.raises(UsageError, match="--track nosuch: no function 'nosuch'"):
+        series.indices(funcs, ["main", "nosuch"])
+
+
+@pytest.mark.parametrize("text, insns", [("1", 1_000_000), ("0.25", 250_000), ("2.5", 2_500_000),
+                                         ("0.001", 1000), ("10.0000000", 10_000_000)])
+def test_every_is_exact_millions(text: str, insns: int) -> None:
+    assert series.every_instructions(text) == insns
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0", "at least"), ("0.0005", "at least"), ("-1", "positive number"), ("1e6", "positive"),
+    ("abc", "positive"), ("0.0000001", "whole number of instructions"),
+])
+def test_bad_every(text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        series.every_instructions(text)
+
+
+def test_track_names() -> None:
+    assert series.track_names("call, tcp_sendmsg") == ["call", "tcp_sendmsg"]
+    with pytest.raises(UsageError, match="separated by commas"):
+        series.track_names("a,,b")
+    with pytest.raises(UsageError, match="named twice"):
+        series.track_names("a,a")
+
+
+SERIES = RAW + """\
+series\t1000\t1\t2
+s\t0\t1000\t3\t200\t0\t0
+s\t1\t2000\t2\t100\t5\t450
+s\t2\t2400\t0\t0\t0\t0
+"""
+
+
+def test_series_parsed_and_written_as_csv() -> None:
+    raw = data.parse(SERIES)
+    assert raw.every == 1000 and raw.tracked == [1, 2]
+    assert raw.series[1] == data.Interval(2000, [2, 5], [100, 450])
+    assert series.to_csv(raw, NAMES).splitlines() == [
+        "interval,insns_end,loop_calls,loop_self,sys_calls,sys_self",
+        "0,1000,3,200,0,0", "1,2000,2,100,5,450", "2,2400,0,0,0,0"]
+    # Without a series: nothing.
+    assert data.parse(RAW).series == [] and data.parse(RAW).every == 0
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("s\t0\t1000\t3\t200\t0\n", "fields"),
+    ("s\t1\t1000\t3\t200\t0\t0\n", "out of order"),
+])
+def test_bad_series(bad: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        data.parse(RAW + "series\t1000\t1\t2\n" + bad)
+
+
+def test_series_plot_is_a_png(tmp_path: Path) -> None:
+    raw = data.parse(SERIES)
+    out = tmp_path / "series.png"
+    series.plot(raw, NAMES, "a title", out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_series_written_and_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    req = profiler.Request(image="x", out=tmp_path, every=1000, track=["loop", "sys"])
+    profiler.write_series(data.parse(SERIES), NAMES, req, "img")
+    assert (tmp_path / "series.csv").is_file() and (tmp_path / "series.png").is_file()
+    # The intervals add up to the profile (loop 300, sys 450): no warning.
+    assert capsys.readouterr().err == ""
+    shifted = SERIES.replace("s\t1\t2000\t2\t100", "s\t1\t2001\t2\t99")
+    profiler.write_series(data.parse(shifted), NAMES, req, "img")
+    err = capsys.readouterr().err
+    assert "multiples of 1000" in err and "loop's intervals sum to 299" in err
+
+
 @pytest.mark.parametrize("args, message", [
     (["--smp", "2"], "--smp 2: a profile runs on 1 CPU"),
+    (["--every", "1"], "give --every and --track together"),
+    (["--track", "f"], "give --every and --track together"),
+    (["--every", "x", "--track", "f"], "--every x: give a positive number of millions"),
+    (["--every", "1", "--track", "f,f"], "--track f,f: a function is named twice"),
+    (["--load", "true"], "--load needs a port forward"),
+    (["-p", "1:99999"], "-p 1:99999: use HOST:GUEST"),
     (["--window", "300"], "--window 300: give a window number from 0 to 255"),
     (["--window", "--between", "a", "b"], "give --window or --between, not both"),
     (["--top", "0"], "--top must be at least 1"),
@@ -188,3 +279,22 @@ def test_a_folder_of_other_files_is_not_written_into(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert res.stderr.startswith("ukl: error: -o ") and "no earlier profile" in res.stderr
     assert (folder / "flat.csv").read_text() == "a user's own file\n"
+
+
+def test_unknown_tracked_function_is_one_line(tmp_path: Path) -> None:
+    # An image whose "kernel" is any ELF with symbols: the name is checked
+    # against them before the plugin is built or anything boots.
+    img = tmp_path / "img"
+    img.mkdir()
+    (img / "image.json").write_text('{"name": "img", "kernel_flavour": "ukl", "mode": "ukl", '
+                                    '"program": "/UKL"}')
+    elf = tmp_path / "k.c"
+    elf.write_text("int main(void) { return 0; }\n")
+    subprocess.run(["cc", "-o", str(img / "vmlinux"), str(elf)], check=True)
+    (img / "initramfs.cpio").write_bytes(b"")
+    res = ukl("profile", str(img), "-o", str(tmp_path / "out"), "--every", "1", "--track",
+              "main,no_such_function")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.strip().splitlines() == [
+        "ukl: error: --track no_such_function: no function 'no_such_function' in the "
+        "image's symbols"]

@@ -19,7 +19,7 @@ FAULTS = ["page-fault", "stack-fault"]
 YLABEL = "guest instructions (median, icount)"
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     """matplotlib.pyplot, drawing to files (Debian's matplotlib has no types)."""
     try:
         import matplotlib
@@ -33,7 +33,7 @@ def _pyplot() -> Any:
 
 def require() -> None:
     """Fail now, not after the runs, if the plots could not be drawn."""
-    _pyplot()
+    pyplot()
 
 
 def _median(rows: dict[tuple[str, str, int], Row], config: str, op: str,
@@ -49,7 +49,7 @@ def _smallest_size(op: str) -> int:
 
 def figure3(rows: list[Row], configs: list[str], out: Path) -> None:
     """Per-system-call median at the smallest size, relative to the baseline."""
-    plt = _pyplot()
+    plt = pyplot()
     base = configs[0]
     by_key = index(rows)
     ops = [op for op in SYSCALLS if _median(by_key, base, op, _smallest_size(op))]
@@ -76,7 +76,7 @@ def figure3(rows: list[Row], configs: list[str], out: Path) -> None:
 
 def figure4(rows: list[Row], configs: list[str], out: Path) -> None:
     """Median instructions against request size, one panel per operation."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 5, figsize=(17, 6), sharex=True)
     for ax, op in zip(axes.flat, SIZED):
         for c in configs:
@@ -96,7 +96,7 @@ def figure4(rows: list[Row], configs: list[str], out: Path) -> None:
 
 def table2(rows: list[Row], configs: list[str], out: Path) -> None:
     """Page faults: anonymous and stack, median instructions per fault."""
-    plt = _pyplot()
+    plt = pyplot()
     by_key = index(rows)
     fig, ax = plt.subplots(figsize=(6, 4))
     width = 0.8 / len(configs)

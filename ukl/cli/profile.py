@@ -1,8 +1,10 @@
-"""`ukl profile IMAGE [--window [N]] [--between F G] [--stacks] [-o DIR] [-- ARGS]`:
-boot an image under -icount and the ukl_profile QEMU plugin and write an
-exact per-function profile of everything the guest executed (application
-and kernel in one table), its call tree, folded stacks and a flame graph
-to DIR (default build/profiles/IMAGE/). Exits with the program's status."""
+"""`ukl profile IMAGE [--window [N]] [--between F G] [--every N --track F,G]
+[-p HOST:GUEST] [--load CMD] [--stacks] [-o DIR] [-- ARGS]`: boot an image
+under -icount and the ukl_profile QEMU plugin and write an exact
+per-function profile of everything the guest executed (application and
+kernel in one table), its call tree, folded stacks and a flame graph to DIR
+(default build/profiles/IMAGE/); with --every, the tracked functions' calls
+per interval (series.csv, series.png). Exits with the program's status."""
 from __future__ import annotations
 
 import argparse
@@ -12,8 +14,9 @@ from pathlib import Path
 
 from ukl.cli.args import Invocation
 from ukl.common.errors import UsageError
-from ukl.profile import analysis
+from ukl.profile import analysis, series
 from ukl.profile import run as profiler
+from ukl.qemu import command as qemu
 from ukl.qemu import models
 
 SUMMARY = "an exact per-function profile of an image, kernel and application (flame graph)"
@@ -30,6 +33,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--between", nargs=2, metavar=("START", "END"),
                    help="count from each entry of function START to the next entry of "
                    "function END")
+    p.add_argument("--every", metavar="N",
+                   help="a series: every N million guest instructions, the --track "
+                   "functions' calls and self instructions (series.csv, series.png)")
+    p.add_argument("--track", metavar="F[,F...]",
+                   help="the functions whose calls --every samples")
+    p.add_argument("-p", "--port", action="append", default=[], metavar="HOST:GUEST",
+                   help="forward TCP port HOST on 127.0.0.1 to GUEST in the guest "
+                   "(repeatable)")
+    p.add_argument("--load", metavar="COMMAND",
+                   help="a host shell command to run while the guest runs (a client through "
+                   "-p); it must wait for the server and should stop it")
     p.add_argument("--stacks", action="store_true",
                    help="also print the heaviest call stacks (they are always written)")
     p.add_argument("--top", type=int, default=30, metavar="N",
@@ -62,6 +76,13 @@ def request(args: argparse.Namespace, inv: Invocation) -> profiler.Request:
         raise UsageError("--top must be at least 1")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
+    if (args.every is None) != (args.track is None):
+        raise UsageError("give --every and --track together")
+    every = series.every_instructions(args.every) if args.every is not None else 0
+    track = series.track_names(args.track) if args.track is not None else []
+    forwards = [qemu.parse_forward(p) for p in args.port]
+    if args.load is not None and not forwards:
+        raise UsageError("--load needs a port forward (-p HOST:GUEST) to reach the guest")
     models.check_known(args.cpu)
     out = (args.out or profiler.default_dir(Path(args.image).name)).resolve()
     if out.exists() and not out.is_dir():
@@ -75,7 +96,8 @@ def request(args: argparse.Namespace, inv: Invocation) -> profiler.Request:
                             between=(args.between[0], args.between[1]) if args.between else None,
                             program=args.program, cpu=args.cpu, mem=args.mem,
                             append=list(args.append), program_args=inv.program_args,
-                            timeout=args.timeout, top=args.top, echo=not args.quiet_console)
+                            timeout=args.timeout, top=args.top, echo=not args.quiet_console,
+                            every=every, track=track, forwards=forwards, load=args.load)
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
@@ -84,6 +106,7 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     if args.stacks:
         print("heaviest stacks:")
         print(analysis.heaviest_stacks(result.profile), end="")
-    print(f"ukl: profile in {result.out} (flame.svg, flat.csv, calltree.txt, stacks.folded)",
-          file=sys.stderr)
+    more = ", series.csv, series.png" if args.every is not None else ""
+    print(f"ukl: profile in {result.out} (flame.svg, flat.csv, calltree.txt, stacks.folded"
+          f"{more})", file=sys.stderr)
     return result.exit_code

@@ -6,6 +6,9 @@
     columns  self  entries  exits  syscall ...
     f  INDEX  SELF  EVENT...          one per function that ran or counted
     n  ID  PARENT  FUNC  INSNS        calling contexts, parents first
+    series  EVERY  FUNC...            with every= and track=: the tracked functions
+    s  K  END  CALLS  SELF ...        interval K, ending after instruction END:
+                                      per tracked function, calls and self
 
 Function indices are lines of the syms= file, then the unknown user and
 unknown kernel buckets; node 0 is the root (no function).
@@ -27,6 +30,13 @@ class Node:
     insns: int
 
 
+@dataclass(frozen=True)
+class Interval:
+    end: int                      # the run's instructions when it ended
+    calls: list[int]              # per tracked function, in `Raw.tracked` order
+    self_insns: list[int]
+
+
 @dataclass
 class Raw:
     total: int
@@ -38,6 +48,11 @@ class Raw:
     funcs: dict[int, tuple[int, list[int]]] = field(default_factory=dict)
     # node id -> Node; 0, the root, is implicit
     nodes: dict[int, Node] = field(default_factory=dict)
+    # The series (every= and track=): interval length, tracked functions'
+    # indices, the intervals in order; 0 and empty without one.
+    every: int = 0
+    tracked: list[int] = field(default_factory=list)
+    series: list[Interval] = field(default_factory=list)
 
 
 def parse(text: str) -> Raw:
@@ -68,6 +83,11 @@ def parse(text: str) -> Raw:
                 if parent != 0 and parent not in raw.nodes:
                     raise ValueError(f"node {node_id} before its parent {parent}")
                 raw.nodes[node_id] = Node(parent, func, insns)
+            elif parts[0] == "series" and raw is not None:
+                raw.every = int(parts[1])
+                raw.tracked = [int(p) for p in parts[2:]]
+            elif parts[0] == "s" and raw is not None and raw.every:
+                raw.series.append(_interval(parts, raw))
             else:
                 raise ValueError(f"unexpected {parts[0]!r}")
         except (KeyError, IndexError, ValueError) as e:
@@ -75,6 +95,16 @@ def parse(text: str) -> Raw:
     if raw is None:
         raise ValueError("no columns line")
     return raw
+
+
+def _interval(parts: list[str], raw: Raw) -> Interval:
+    values = [int(p) for p in parts[1:]]
+    if len(values) != 2 + 2 * len(raw.tracked):
+        raise ValueError(f"an interval with {len(values)} fields, not "
+                         f"{2 + 2 * len(raw.tracked)}")
+    if values[0] != len(raw.series):
+        raise ValueError(f"interval {values[0]} out of order")
+    return Interval(values[1], values[2::2], values[3::2])
 
 
 def read(path: Path) -> Raw:

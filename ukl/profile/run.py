@@ -5,6 +5,8 @@
     DIR/calltree.txt    the calling contexts above a small share, indented
     DIR/stacks.folded   folded stacks ("a;b;c COUNT"), for any flame-graph tool
     DIR/flame.svg       the flame graph
+    DIR/series.csv, series.png   with --every and --track: the tracked
+                        functions' calls and self instructions per interval
     DIR/symbols.txt     the function table the plugin used
     DIR/raw.tsv         the plugin's own output
 
@@ -13,7 +15,9 @@ exact and repeat from run to run.
 """
 from __future__ import annotations
 
+import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -21,7 +25,7 @@ from ukl.bench import counts
 from ukl.common import paths
 from ukl.common.errors import UklError, UsageError
 from ukl.image import cpio, image
-from ukl.profile import analysis, data, flame, symbols
+from ukl.profile import analysis, data, flame, series, symbols
 from ukl.qemu import command as qemu
 from ukl.qemu import run as boot
 
@@ -47,6 +51,14 @@ class Request:
     timeout: float | None = None
     top: int = 30
     echo: bool = True
+    # The series: every `every` instructions of the run (0: none), the
+    # calls and self instructions of the functions named in `track`.
+    every: int = 0
+    track: list[str] = field(default_factory=list)
+    forwards: list[tuple[int, int]] = field(default_factory=list)
+    # A host shell command run while the guest runs (a load generator
+    # through the forwards); it waits for the guest's server itself.
+    load: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +119,30 @@ def plugin_argument(plugin: Path, raw: Path, syms: Path, req: Request,
     if req.between is not None:
         start, end = (symbols.address(funcs, name) for name in req.between)
         arg += f",from={start:x},to={end:x}"
+    if req.every:
+        tracked = series.indices(funcs, req.track)
+        arg += f",every={req.every},track={':'.join(str(i) for i in tracked)}"
     return arg
+
+
+def _boot(opts: qemu.RunOptions, req: Request, log_name: str) -> boot.Outcome:
+    """Boot; with a load command, run it on the host meanwhile and wait for
+    both (the command's failure is an error once the guest has stopped)."""
+    if req.load is None:
+        return boot.run(opts, log_name=log_name, timeout=req.timeout, echo=req.echo)
+    outcome: list[boot.Outcome] = []
+    booting = threading.Thread(target=lambda: outcome.append(
+        boot.run(opts, log_name=log_name, timeout=req.timeout, echo=req.echo)))
+    booting.start()
+    try:
+        load = subprocess.run(req.load, shell=True, stdin=subprocess.DEVNULL, check=False)
+    finally:
+        booting.join()
+    if not outcome:
+        raise UklError("the guest did not run (see the messages above)")
+    if load.returncode != 0:
+        raise UklError(f"--load exited with status {load.returncode}: {req.load}")
+    return outcome[0]
 
 
 def profile(req: Request) -> Result:
@@ -118,14 +153,20 @@ def profile(req: Request) -> Result:
     symbols.write(funcs, syms)
     raw_path = req.out / "raw.tsv"
     raw_path.unlink(missing_ok=True)
+    for stale in ("series.csv", "series.png"):
+        (req.out / stale).unlink(missing_ok=True)
+    if req.every:
+        # Before the plugin's build and the boot: a wrong name or a missing
+        # matplotlib is found in a second, not after the run.
+        series.indices(funcs, req.track)
+        series.require()
     plugin = counts.build_plugin(SOURCE)
     # norandmaps, as `ukl bench`: the same layout, the same counts, every boot.
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=1, mem=req.mem,
                            cpu=req.cpu, icount=True, append=["norandmaps", *req.append],
-                           program_args=req.program_args,
+                           program_args=req.program_args, forwards=list(req.forwards),
                            plugin=plugin_argument(plugin, raw_path, syms, req, funcs))
-    outcome = boot.run(opts, log_name=f"profile-{img.meta.name}", timeout=req.timeout,
-                       echo=req.echo)
+    outcome = _boot(opts, req, f"profile-{img.meta.name}")
     if outcome.problem:
         boot.report_problem(outcome)
     boot.report_complaints(outcome)
@@ -133,6 +174,8 @@ def profile(req: Request) -> Result:
     names, kinds = symbols.names(funcs), symbols.kinds(funcs)
     prof = analysis.analyse(raw, names, kinds)
     write(prof, req, dict(zip(names, kinds)), img.meta.name)
+    if req.every:
+        write_series(raw, names, req, img.meta.name)
     return Result(outcome.exit_code, prof, req.out)
 
 
@@ -148,3 +191,21 @@ def write(prof: analysis.Profile, req: Request, kinds: dict[str, str], name: str
         flame.render(prof.folded, kinds, f"{name}: {what}, {prof.total} instructions"))
     for problem in analysis.problems(prof):
         print(f"ukl: warning: {problem}", file=sys.stderr)
+
+
+def write_series(raw: data.Raw, names: list[str], req: Request, name: str) -> None:
+    """series.csv and series.png; a warning if the intervals do not add up
+    to the profile (they do when the plugin is exact)."""
+    (req.out / "series.csv").write_text(series.to_csv(raw, names))
+    what = "" if req.window is None and req.between is None else ", in the window"
+    series.plot(raw, names, f"{name}: calls per {raw.every / series.MILLION:g} million "
+                f"instructions{what}", req.out / "series.png")
+    ends = [row.end for row in raw.series]
+    if ends[:-1] != [raw.every * (k + 1) for k in range(len(ends) - 1)]:
+        print("ukl: warning: the series' intervals do not end at multiples of "
+              f"{raw.every} instructions", file=sys.stderr)
+    for slot, index in enumerate(raw.tracked):
+        summed = sum(row.self_insns[slot] for row in raw.series)
+        if summed != raw.funcs.get(index, (0, []))[0]:
+            print(f"ukl: warning: {names[index]}'s intervals sum to {summed} instructions, "
+                  f"its profile says {raw.funcs.get(index, (0, []))[0]}", file=sys.stderr)
