@@ -20,14 +20,15 @@ def build_debian(package: str, *args: str) -> str:
 
 @contextlib.contextmanager
 def booted(image: str, host_port: int, guest_port: int, *args: str,
-           timeout: int = 300, smp: int = 1) -> Iterator[subprocess.Popen[str]]:
-    """`ukl run IMAGE -p HOST:GUEST [-- ARGS]` in the background (ARGS replace
-    the image's default arguments) on `smp` CPUs; killed on the way out if
-    the test did not end it."""
+           timeout: int = 300, smp: int = 1,
+           options: tuple[str, ...] = ()) -> Iterator[subprocess.Popen[str]]:
+    """`ukl run IMAGE -p HOST:GUEST [OPTIONS] [-- ARGS]` in the background
+    (ARGS replace the image's default arguments) on `smp` CPUs; killed on
+    the way out if the test did not end it."""
     runner = subprocess.Popen(
         [sys.executable, str(REPO / "bin" / "ukl"), "run", image, "--mem", "1G",
          "--smp", str(smp),
-         "-p", f"{host_port}:{guest_port}", "--timeout", str(timeout),
+         "-p", f"{host_port}:{guest_port}", "--timeout", str(timeout), *options,
          *(["--", *args] if args else [])],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, cwd=REPO, start_new_session=True)

@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -198,4 +199,43 @@ def test_bgsave_and_bgrewriteaof_keep_every_key(redis_persist_image: str) -> Non
         out, _ = runner.communicate(timeout=120)
     assert "Background saving terminated with success" in out, out
     assert "RDB looks OK" in out, out
+    assert runner.returncode == 0, out
+
+
+def test_keys_saved_on_a_disk_are_loaded_by_the_next_guest(
+        redis_image: str, tmp_path: Path) -> None:
+    """The persistence issue 24 asks for: Redis's `dir` on a `--disk`,
+    BGSAVE, the guest stopped, and a new guest with the same disk loads
+    every key back from the dump."""
+    keys = 300
+    data = tmp_path / "redis.ext4"
+    args = ("--protected-mode", "no", "--appendonly", "no", "--save", "", "--dir", "/data")
+    disk_option = ("--disk", f"{data}:64M")
+    with guest.booted(redis_image, HOST_PORT, 6379, *args, timeout=600,
+                      options=disk_option) as runner:
+        conn = guest.connect(HOST_PORT, _pong)
+        for i in range(keys):
+            conn.sendall(_resp("SET", f"key:{i}", _value(i)))
+            assert _reply(conn) == b"+OK\r\n"
+        conn.sendall(_resp("BGSAVE"))
+        assert _reply(conn) == b"+Background saving started\r\n"
+        _wait_done(conn, "rdb_bgsave_in_progress", "rdb_last_bgsave_status")
+        conn.sendall(_resp("SHUTDOWN", "NOSAVE"))
+        conn.close()
+        out, _ = runner.communicate(timeout=120)
+    assert runner.returncode == 0, out
+    # The dump is in the disk's file system, seen from the host.
+    listing = subprocess.run(["/usr/sbin/debugfs", "-R", "ls -l /", str(data)],
+                             capture_output=True, text=True).stdout
+    assert " dump.rdb" in listing, listing
+    with guest.booted(redis_image, HOST_PORT, 6379, *args, timeout=600,
+                      options=disk_option) as runner:
+        conn = guest.connect(HOST_PORT, _pong)
+        conn.sendall(_resp("DBSIZE"))
+        assert _reply(conn) == f":{keys}\r\n".encode()
+        _all_keys_intact(conn, keys)
+        conn.sendall(_resp("SHUTDOWN", "NOSAVE"))
+        conn.close()
+        out, _ = runner.communicate(timeout=120)
+    assert "DB loaded from disk" in out, out
     assert runner.returncode == 0, out

@@ -13,8 +13,8 @@ import sys
 from types import ModuleType
 from typing import NoReturn, Sequence
 
-from ukl.cli import bench, bench_apps, build, fuzz, image, initramfs, kernel, lint, matrix, run
-from ukl.cli import profile, series, setup, soak, toolchain
+from ukl.cli import bench, bench_apps, build, fuzz, image, initramfs, kernel, lint
+from ukl.cli import logs, matrix, profile, ps, rm, run, series, setup, soak, stop, toolchain
 from ukl.cli.args import Invocation
 from ukl.common.errors import UklError, UsageError
 
@@ -28,6 +28,8 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, ModuleType], ...]], ...] = (
     ("Build and run an application", (
         ("build", build), ("run", run), ("image", image), ("lint", lint),
         ("initramfs", initramfs))),
+    ("Background instances (ukl run -d)", (
+        ("ps", ps), ("logs", logs), ("stop", stop), ("rm", rm))),
     ("Measure", (("bench", bench), ("bench-apps", bench_apps), ("profile", profile),
                  ("matrix", matrix))),
     ("Harden", (("fuzz", fuzz), ("soak", soak))),

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
+import shutil
+import socket
 import sys
+import time
 from pathlib import Path
 
 from ukl.bench import counts
 from ukl.cli.args import Invocation
 from ukl.common.errors import UklError, UsageError
-from ukl.image import disk, image, runargs
+from ukl.image import disk, image, runargs, shares
 from ukl.kbuild import build as kbuild
 from ukl.kbuild import kconfig
 from ukl.qemu import accel
 from ukl.qemu import command as qemu
+from ukl.qemu import detach, instances
 from ukl.qemu import models
 from ukl.qemu import run as boot
 
@@ -44,6 +49,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="attach FILE as a virtio-blk disk with an ext4 file system, made "
                    f"(SIZE, default {disk.DEFAULT_SIZE >> 20}M) when FILE does not exist, "
                    f"mounted at GUEST_PATH (default {disk.DEFAULT_GUEST_PATH}); repeatable")
+    p.add_argument("-v", "--volume", action="append", default=[],
+                   metavar="HOST_DIR:GUEST_DIR[:ro]",
+                   help="share the existing host folder HOST_DIR with the guest at GUEST_DIR "
+                   "over virtio-9p, read-only with :ro; repeatable")
+    p.add_argument("-d", "--detach", action="store_true",
+                   help="run as a background instance and print its name (`ukl ps`, "
+                   "`ukl logs`, `ukl stop`, `ukl rm`)")
+    p.add_argument("--name", default=None,
+                   help="with -d: the instance's name (default IMAGE-N)")
     p.add_argument("--icount", action="store_true",
                    help="deterministic mode: -icount shift=0,sleep=off (rdtsc = instructions)")
     p.add_argument("--gdb", action="store_true",
@@ -65,19 +79,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
+    if args.name is not None and not args.detach:
+        raise UsageError("--name names a background instance: use it with -d")
+    if args.detach and args.gdb:
+        raise UsageError("-d cannot be combined with --gdb: gdb needs the run in the "
+                         "foreground")
     models.check_known(args.cpu)
     requested = _requested_accel(args)
     env = runargs.check_env(list(args.env))
     disks = [disk.parse(d) for d in args.disk]
+    folders = [shares.parse(v) for v in args.volume]
+    _check_mount_points(disks, folders)
     img = image.find(args.image)
     if disks:
-        _check_kernel_has_disks(img)
+        _check_kernel(img, disk.KERNEL_NEEDS, "--disk", "mount an ext4 disk")
+    if folders:
+        _check_kernel(img, shares.KERNEL_NEEDS, "-v", "mount a shared folder over virtio-9p")
     # The program's arguments and environment travel in the initramfs, not
     # on the kernel command line (ukl/image/runargs.py).
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=args.smp,
                            mem=args.mem, cpu=args.cpu, icount=args.icount, gdb=args.gdb,
                            append=list(args.append),
-                           forwards=[qemu.parse_forward(p) for p in args.port])
+                           forwards=[qemu.parse_forward(p) for p in args.port],
+                           shares=[(f.host, f.read_only) for f in folders])
+    _check_ports(opts.forwards)
     if args.count:
         if args.smp > 1 and not args.icount:
             raise UsageError("--count with --smp > 1 needs --icount: the plugin's counters "
@@ -91,12 +116,22 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     # Before anything is written or booted: --accel kvm with what needs TCG.
     qemu.check_accel(opts)
     timeout = None if args.gdb else args.timeout
+    for d in disks:
+        holder = instances.holder_of_disk(d.file) if d.file.exists() else ""
+        if holder:
+            raise UsageError(f"--disk {d.file}: in use by instance {holder}; a disk serves "
+                             f"one guest at a time (`ukl stop {holder}` first)")
     with contextlib.ExitStack() as stack:
         opts.disks = [stack.enter_context(disk.attached(d)) for d in disks]
         # virtio-blk disks become /dev/vda, /dev/vdb, ... in -drive order.
-        mounts = [(f"/dev/vd{chr(ord('a') + i)}", d.guest_path) for i, d in enumerate(disks)]
+        attach = runargs.Attachments(
+            mounts=[(f"/dev/vd{chr(ord('a') + i)}", d.guest_path) for i, d in enumerate(disks)],
+            shares=[(qemu.share_tag(i), f.guest_path, f.read_only)
+                    for i, f in enumerate(folders)])
+        if args.detach:
+            return _detach(args, inv, img, opts, env, attach, timeout, folders)
         opts.initramfs = stack.enter_context(
-            runargs.initramfs_for_run(img.initramfs, inv.program_args, env, mounts))
+            runargs.initramfs_for_run(img.initramfs, inv.program_args, env, attach=attach))
         outcome = boot.run(opts, log_name=img.meta.name, timeout=timeout,
                            echo=not args.quiet_console)
     if outcome.problem:
@@ -105,6 +140,63 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     if args.count:
         print(f"ukl: counts in {args.count}", file=sys.stderr)
     return outcome.exit_code
+
+
+def _detach(args: argparse.Namespace, inv: Invocation, img: image.Image,
+            opts: qemu.RunOptions, env: list[str], attach: runargs.Attachments,
+            timeout: float | None, folders: list[shares.ShareSpec]) -> int:
+    """Start a background instance; print its name (stdout, alone, so that
+    scripts can take it) and return at once."""
+    where = instances.claim(args.name, img.meta.name)
+    inst = instances.Instance(name=where.name, image=img.meta.name, created=time.time(),
+                              ports=list(opts.forwards), disks=[str(d) for d in opts.disks],
+                              shares=[str(f.host) for f in folders])
+    try:
+        instances.save(inst)
+        opts.control = instances.make_control(inst)
+        attach = dataclasses.replace(attach, control=qemu.CONTROL_DEVICE)
+        with runargs.initramfs_for_run(img.initramfs, inv.program_args, env, attach=attach,
+                                       keep_as=inst.dir / instances.INITRAMFS) as initramfs:
+            opts.initramfs = initramfs
+    except BaseException:
+        # Nothing ran: the directory just made holds nothing of the user's.
+        shutil.rmtree(inst.dir, ignore_errors=True)
+        raise
+    failed = detach.start(opts, inst, timeout=timeout)
+    if failed:
+        boot.report_problem(failed)
+        return failed.exit_code
+    print(inst.name)
+    print(f"ukl: instance {inst.name} started; `ukl logs -f {inst.name}` shows its console, "
+          f"`ukl stop {inst.name}` stops it", file=sys.stderr)
+    return 0
+
+
+def _check_mount_points(disks: list[disk.DiskSpec], folders: list[shares.ShareSpec]) -> None:
+    """One mount per guest directory, none inside another."""
+    where = sorted([d.guest_path for d in disks] + [f.guest_path for f in folders])
+    for a, b in zip(where, where[1:]):
+        if b == a or b.startswith(a + "/"):
+            raise UsageError(f"--disk/-v: {b} is {'also' if a == b else 'inside'} {a}; "
+                             "give each disk and shared folder a directory of its own")
+
+
+def _check_ports(forwards: list[tuple[int, int]]) -> None:
+    """A host port another instance or program listens on is refused here,
+    naming the instance when it is one, rather than by QEMU mid-start."""
+    for host, guest in forwards:
+        holder = instances.holder_of_port(host)
+        if holder:
+            raise UsageError(f"-p {host}:{guest}: host port {host} is taken by instance "
+                             f"{holder} (`ukl stop {holder}` first)")
+        with socket.socket() as s:
+            # As QEMU's slirp does: a port with connections in TIME_WAIT is free.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", host))
+            except OSError as e:
+                raise UsageError(f"-p {host}:{guest}: host port {host} is in use by another "
+                                 f"program ({e.strerror})") from None
 
 
 def _requested_accel(args: argparse.Namespace) -> str:
@@ -125,11 +217,11 @@ def _accelerator(requested: str, opts: qemu.RunOptions) -> str:
     return choice.accel
 
 
-def _check_kernel_has_disks(img: image.Image) -> None:
-    """Refuse --disk before anything is made when the image's kernel
-    flavour cannot mount it (its .config under build/kernel/)."""
+def _check_kernel(img: image.Image, needs: tuple[str, ...], option: str, purpose: str) -> None:
+    """Refuse `option` before anything is made when the image's kernel
+    flavour lacks `needs` (its .config under build/kernel/)."""
     where = kbuild.output_dir(img.meta.kernel_flavour) / ".config"
     config = kconfig.parse(where.read_text(), str(where)) if where.is_file() else None
-    problem = disk.kernel_problem(config, img.meta.kernel_flavour, where)
+    problem = disk.kernel_problem(config, img.meta.kernel_flavour, where, needs, purpose)
     if problem:
-        raise UklError(f"--disk: {problem}")
+        raise UklError(f"{option}: {problem}")

@@ -26,6 +26,9 @@ from ukl.common.errors import UklError, UsageError
 DEFAULT_GUEST_PATH = "/data"
 DEFAULT_SIZE = 256 << 20
 _MIN_SIZE = 8 << 20
+# Top-level directories of every image (initramfs._BASE_DIRS) that a mount
+# must not cover.
+_SYSTEM_DIRS = ("bin", "sbin", "usr", "dev", "proc", "sys", "etc", "app")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # Built in (=y), not modules: the images carry no kernel modules.
 KERNEL_NEEDS = ("CONFIG_VIRTIO_PCI", "CONFIG_VIRTIO_BLK", "CONFIG_EXT4_FS")
@@ -60,26 +63,36 @@ def parse(spec: str) -> DiskSpec:
                              "such as 256M or 2G")
         size = int(m.group(1)) * _UNITS[m.group(2)]
     guest = parts[2] if len(parts) > 2 and parts[2] else DEFAULT_GUEST_PATH
-    # Plain names only: init.sh mounts it, and "/" or a system directory
-    # would hide the image's own files.
-    if not re.fullmatch(r"(/[A-Za-z0-9_][A-Za-z0-9._-]*)+", guest) or \
-            guest.split("/")[1] in ("bin", "sbin", "usr", "dev", "proc", "sys", "etc", "app"):
-        raise UsageError(f"--disk {spec}: GUEST_PATH {guest!r}: use an absolute path of plain "
-                         "names outside the image's system directories, e.g. /data")
+    problem = guest_path_problem(guest)
+    if problem:
+        raise UsageError(f"--disk {spec}: GUEST_PATH {problem}")
     return DiskSpec(Path(parts[0]), size, guest)
 
 
-def kernel_problem(config: dict[str, str] | None, flavour: str, where: Path) -> str:
-    """Why a kernel with .config `config` (None: not found) cannot use a
-    disk ('' when it can)."""
+def guest_path_problem(guest: str) -> str:
+    """Why `guest` cannot be where init.sh mounts a disk or shared folder
+    ('' when it can). Plain names only, and neither "/" nor a system
+    directory, which the mount would hide the image's own files under."""
+    if not re.fullmatch(r"(/[A-Za-z0-9_][A-Za-z0-9._-]*)+", guest) or \
+            guest.split("/")[1] in _SYSTEM_DIRS:
+        return f"{guest!r}: use an absolute path of plain names outside the image's " \
+            "system directories, e.g. /data"
+    return ""
+
+
+def kernel_problem(config: dict[str, str] | None, flavour: str, where: Path,
+                   needs: tuple[str, ...] = KERNEL_NEEDS,
+                   purpose: str = "mount an ext4 disk") -> str:
+    """Why a kernel with .config `config` (None: not found) cannot
+    `purpose` for want of the options `needs` ('' when it can)."""
     if config is None:
         return f"the kernel of flavour {flavour} has no .config at {where} to check " \
-            "for virtio-blk and ext4"
-    missing = [o for o in KERNEL_NEEDS if config.get(o) != "y"]
+            f"for {', '.join(needs)}"
+    missing = [o for o in needs if config.get(o) != "y"]
     if not missing:
         return ""
     return f"the kernel of flavour {flavour} lacks {', '.join(missing)} (not =y in " \
-        f"{where}), so its guest cannot mount an ext4 disk; the kernel configuration " \
+        f"{where}), so its guest cannot {purpose}; the kernel configuration " \
         "(kernel/configs/base.config) must set them to y first"
 
 

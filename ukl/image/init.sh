@@ -43,14 +43,25 @@ fi
 # order, so a run overrides a default.
 UKL_ENV="$UKL_DEFAULT_ENV $UKL_RUN_ENV"
 
+# A failure init cannot recover from: said on the console, where the host
+# finds it (ukl/qemu/run.py), and the machine stops without a status.
+ukl_fail() {
+	echo "ukl-init: error: $*"
+	sync
+	reboot -f
+}
+
 # `ukl run --disk`: UKL_RUN_MOUNTS holds DEVICE DIRECTORY pairs of ext4
 # disks, mounted before anything else runs and written back before the
-# status is reported (the debug-exit device ends QEMU at once).
+# status is reported (the debug-exit device ends QEMU at once). A disk that
+# does not mount stops the run: the program would otherwise write what it
+# means to keep into the initramfs, and lose it.
 ukl_mount_disks() {
 	eval "set -- $UKL_RUN_MOUNTS"
 	while [ $# -ge 2 ]; do
 		mkdir -p "$2"
-		mount -t ext4 "$1" "$2" || echo "ukl-init: cannot mount $1 at $2"
+		ukl_err=$(mount -t ext4 "$1" "$2" 2>&1) ||
+			ukl_fail "cannot mount the disk $1 (ext4) at $2: $ukl_err"
 		shift 2
 	done
 }
@@ -65,6 +76,22 @@ ukl_unmount_disks() {
 }
 if [ -n "$UKL_RUN_MOUNTS" ]; then
 	ukl_mount_disks
+fi
+
+# `ukl run -v`: UKL_RUN_SHARES holds TAG DIRECTORY MODE triples (MODE rw or
+# ro) of host folders exported by QEMU over virtio-9p; like a disk, one
+# that does not mount stops the run.
+ukl_mount_shares() {
+	eval "set -- $UKL_RUN_SHARES"
+	while [ $# -ge 3 ]; do
+		mkdir -p "$2"
+		ukl_err=$(mount -t 9p -o "trans=virtio,version=9p2000.L,$3" "$1" "$2" 2>&1) ||
+			ukl_fail "cannot mount the shared folder $1 (9p) at $2: $ukl_err"
+		shift 3
+	done
+}
+if [ -n "$UKL_RUN_SHARES" ]; then
+	ukl_mount_shares
 fi
 
 # Start the program with its arguments. Its environment goes through env(1)
@@ -106,6 +133,33 @@ if [ -z "$UKL_PROGRAM" ]; then
 	# No program: an interactive shell on the console.
 	setsid cttyhack sh
 	ukl_report $?
+fi
+# `ukl run -d`: the host's commands arrive one a line on the serial port
+# UKL_RUN_CONTROL (`ukl stop` sends "stop"), so the program runs in the
+# background while a watcher passes them on as signals. It keeps the
+# console as its stdin: the shell gives a background job /dev/null.
+ukl_watch_control() {
+	stty -F "$UKL_RUN_CONTROL" -echo 2>/dev/null
+	while read -r ukl_cmd; do
+		case "$ukl_cmd" in
+		stop)
+			echo "ukl-init: stop: SIGTERM to the program"
+			kill -TERM "$1"
+			;;
+		esac
+	done <"$UKL_RUN_CONTROL"
+}
+if [ -n "$UKL_RUN_CONTROL" ]; then
+	exec 3<&0
+	(ukl_exec_program "$@") <&3 3<&- &
+	ukl_program=$!
+	exec 3<&-
+	ukl_watch_control "$ukl_program" &
+	ukl_watcher=$!
+	wait "$ukl_program"
+	ukl_status=$?
+	kill "$ukl_watcher" 2>/dev/null
+	ukl_report $ukl_status
 fi
 (ukl_exec_program "$@")
 ukl_report $?

@@ -27,6 +27,8 @@ BASE_CMDLINE = ["console=ttyS0", "panic=-1", "quiet", "loglevel=5"]
 # QEMU accelerators a command line can name. `ukl run --accel auto` picks
 # one of them before the command is built (ukl/qemu/accel.py).
 ACCELS = ("kvm", "tcg")
+# The guest's device for RunOptions.control: the second serial port.
+CONTROL_DEVICE = "/dev/ttyS1"
 
 
 @dataclass
@@ -45,6 +47,8 @@ class RunOptions:
     program_args: list[str] = field(default_factory=list)
     # TCP port forwards (host port, guest port) through QEMU user networking.
     forwards: list[tuple[int, int]] = field(default_factory=list)
+    # UDP port forwards, the same way (`ukl bench-net`'s UDP echo).
+    udp_forwards: list[tuple[int, int]] = field(default_factory=list)
     # A TCG plugin and its arguments (QEMU's -plugin), e.g. ukl_counts.
     plugin: str = ""
     # "tcg" or "kvm" (ACCELS). TCG is the default because every measurement
@@ -54,6 +58,13 @@ class RunOptions:
     # Raw disk image files, attached as virtio-blk disks in order (the
     # guest's /dev/vda, /dev/vdb, ...); ukl/image/disk.py prepares them.
     disks: list[Path] = field(default_factory=list)
+    # Host folders (directory, read_only) exported over virtio-9p with the
+    # mount tags share_tag(0), share_tag(1), ... (ukl/image/shares.py).
+    shares: list[tuple[Path, bool]] = field(default_factory=list)
+    # A background instance's control channel (`ukl stop`): QEMU's second
+    # serial port, the guest's CONTROL_DEVICE, on the FIFOs PATH.in and
+    # PATH.out (ukl/qemu/instances.py).
+    control: Path | None = None
 
 
 def tcg_only_features(opts: RunOptions) -> list[str]:
@@ -76,9 +87,10 @@ def parse_forward(spec: str) -> tuple[int, int]:
 def _network(opts: RunOptions) -> list[str]:
     """No network unless ports are forwarded: then a virtio-net NIC on QEMU
     user networking (guest 10.0.2.15, set up by the image's init)."""
-    if not opts.forwards:
+    if not opts.forwards and not opts.udp_forwards:
         return ["-nic", "none"]
-    fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{h}-:{g}" for h, g in opts.forwards)
+    fwd = ",".join([f"hostfwd=tcp:127.0.0.1:{h}-:{g}" for h, g in opts.forwards] +
+                   [f"hostfwd=udp:127.0.0.1:{h}-:{g}" for h, g in opts.udp_forwards])
     return ["-nic", f"user,model=virtio-net-pci,{fwd}"]
 
 
@@ -153,8 +165,13 @@ def command(opts: RunOptions) -> list[str]:
         "-device", f"isa-debug-exit,iobase={DEBUG_EXIT_PORT:#x},iosize=0x01",
     ]
     for disk in opts.disks:
-        # QEMU's option syntax escapes a comma by doubling it.
-        cmd += ["-drive", f"file={str(disk).replace(',', ',,')},if=virtio,format=raw"]
+        cmd += ["-drive", f"file={_escape(disk)},if=virtio,format=raw"]
+    for i, (folder, read_only) in enumerate(opts.shares):
+        fsdev = f"local,id={share_tag(i)},path={_escape(folder)},security_model=none"
+        cmd += ["-fsdev", fsdev + (",readonly=on" if read_only else ""),
+                "-device", f"virtio-9p-pci,fsdev={share_tag(i)},mount_tag={share_tag(i)}"]
+    if opts.control:
+        cmd += ["-serial", f"pipe:{opts.control}"]
     if opts.icount:
         # One guest instruction per virtual nanosecond: rdtsc deltas become
         # exact instruction counts, and runs are repeatable.
@@ -164,6 +181,17 @@ def command(opts: RunOptions) -> list[str]:
     if opts.plugin:
         cmd += ["-plugin", opts.plugin]
     return cmd
+
+
+def share_tag(index: int) -> str:
+    """The virtio-9p mount tag of the index-th shared folder; init.sh
+    mounts it by this name (`ukl run` passes the tags in run.conf)."""
+    return f"ukl9p{index}"
+
+
+def _escape(path: Path) -> str:
+    # QEMU's option syntax escapes a comma by doubling it.
+    return str(path).replace(",", ",,")
 
 
 def gdb_hint(kernel: Path) -> str:

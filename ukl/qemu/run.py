@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ukl.common import paths
 from ukl.common.errors import UklError
@@ -31,6 +32,9 @@ _STATUS_LINE = re.compile(rb"ukl-init: exit status (\d+)")
 # exit is init's: the kernel's panic message carries it, as a wait status.
 _REPLACED_INIT = re.compile(rb"ukl-init: UKL_NSS: \S+ replaces init")
 _INIT_EXIT = re.compile(rb"Attempted to kill init! exitcode=0x([0-9a-f]+)")
+# What init.sh's ukl_fail prints before it stops the machine (a disk or
+# shared folder that does not mount).
+_INIT_ERROR = re.compile(rb"ukl-init: error: ([^\n]*)")
 
 
 @dataclass
@@ -70,7 +74,11 @@ def init_exit_status(console: bytes) -> int | None:
 
 
 def run(opts: qemu.RunOptions, *, log_name: str, timeout: float | None,
-        echo: bool = True) -> Outcome:
+        echo: bool = True, log: Path | None = None,
+        on_start: Callable[[int], None] | None = None) -> Outcome:
+    """Boot `opts`; the console goes to `log` (default
+    build/logs/run-LOG_NAME.log) and, with `echo`, to stdout. `on_start`
+    gets QEMU's process id as soon as it runs."""
     if shutil.which(qemu.QEMU) is None:
         raise UklError(f"{qemu.QEMU} not found; run `make setup` or, as root, "
                        "`apt-get install qemu-system-x86`")
@@ -78,7 +86,7 @@ def run(opts: qemu.RunOptions, *, log_name: str, timeout: float | None,
         if not f.is_file():
             raise UklError(f"{f} does not exist")
     cmd = qemu.command(opts)
-    log = paths.logs_dir() / f"run-{log_name}.log"
+    log = log or paths.logs_dir() / f"run-{log_name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     if opts.gdb:
         print(f"ukl: QEMU waits for gdb; attach with:\n   {qemu.gdb_hint(opts.kernel)}",
@@ -90,6 +98,8 @@ def run(opts: qemu.RunOptions, *, log_name: str, timeout: float | None,
         cmd, stdin=None if interactive else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
+        if on_start:
+            on_start(proc.pid)
         console, timed_out = _stream(proc, log, cmd, timeout, interactive, echo)
     finally:
         if proc.poll() is None:
@@ -99,6 +109,10 @@ def run(opts: qemu.RunOptions, *, log_name: str, timeout: float | None,
     if timed_out:
         return Outcome(EXIT_TIMEOUT, f"timed out after {timeout:g} s", log, found)
     status = decode_status(rc, console)
+    init_error = _INIT_ERROR.search(console)
+    if status is None and init_error:
+        return Outcome(EXIT_NO_STATUS, "the guest's init stopped the run: "
+                       + init_error.group(1).decode(errors="replace").strip(), log, found)
     if status is None:
         return Outcome(EXIT_NO_STATUS,
                        f"the guest stopped without reporting an exit status (QEMU exit "
