@@ -15,8 +15,11 @@
  * ..." (hex addresses, HI exclusive; FLAGS "e" for an event entry: an
  * exception, interrupt or SYSCALL entry point, "E" for a table of them,
  * the IRQ stubs, "r" for a program's entry point, where the call stack
- * starts empty, "-" for none; anything after is the profile tool's). A function's index is its line number. An address in no
- * function counts as "unknown", one bucket per half of the address space.
+ * starts empty, "s", "f" and "x" for the kernel's __switch_to_asm,
+ * ret_from_fork and do_task_dead (see "Context switches"), "-" for none;
+ * anything after is the profile tool's). A function's index is its line
+ * number. An address in no function counts as "unknown", one bucket per
+ * half of the address space.
  *
  * Counting: every instruction is counted by one inline addition to a
  * single counter, as -icount counts it (each iteration of a REP string
@@ -50,17 +53,37 @@
  * does, by one frame: a ret always leaves one). A jump into another
  * function replaces the top function (a tail call). An event entry (FLAGS
  * "e") reached other than by a call, and any entry from the user half to
- * the kernel half, pushes a pseudo-frame under the code it interrupted; an
+ * the kernel half, pushes a pseudo-frame under the code it interrupted
+ * (one per event: an IRQ stub's jump to asm_common_interrupt, itself an
+ * entry, is a tail call, or its IRET would leave the stub's behind); an
  * IRET or SYSRET pops down to the newest pseudo-frame, and a return to the
  * user half also drops the kernel frames left above it. The stack is
  * emptied at a program's entry point (_start), and when kernel code would
  * run on user frames with no entry between (the frames of a program that
- * exec'ed, or that a UKL application replaced). What this gets
- * wrong: after a context switch the new task unwinds a stack the shadow
- * stack has not seen, so its frames up to the next return to user mode (or
- * forever, for a kernel thread) hang under the previous task's path; a
- * longjmp or a kernel exception fix-up leaves frames that are popped only
- * by later returns. Self counts do not depend on the stacks.
+ * exec'ed, or one that a UKL application replaced).
+ *
+ * Context switches: each task has its own shadow stack. The kernel's
+ * __switch_to_asm (FLAGS "s") stores the outgoing task's stack pointer
+ * with `mov %rsp, thread.sp(prev)` and loads the incoming one's with `mov
+ * thread.sp(next), %rsp`; those two instructions are found by decoding
+ * the function's code as it is translated, and a memory callback on each
+ * gives the address of the task's thread.sp field, which names the task.
+ * At the load, the vCPU's stack and calling context are saved under the
+ * outgoing task's address and the incoming task's are restored (an empty
+ * stack for a task never seen: a new one, whose first frames are
+ * ret_from_fork's, FLAGS "f", where its stack is emptied again). A task
+ * that switches out from do_task_dead (FLAGS "x") has exited: nothing is
+ * saved for it, so its task_struct's next owner starts empty. Where the
+ * two instructions are not found (another kernel), the output's
+ * `switches` is 0 and the stacks are one per vCPU, as if switches did
+ * not happen.
+ *
+ * What this gets wrong: a longjmp or a kernel exception fix-up leaves
+ * frames that are popped only by later returns; an NMI taken between an
+ * IRQ stub and the common entry gets no pseudo-frame of its own; a task
+ * that exits without passing do_task_dead leaves its stack to the next
+ * task at its address for the few instructions up to ret_from_fork.
+ * Self counts do not depend on the stacks.
  *
  * Only one vCPU: the instruction counter is one global (exact because the
  * vCPUs of -icount run in one thread, but attributed per vCPU).
@@ -130,7 +153,9 @@ struct block {
 	uint32_t n_insns, nsegs, nflagged, nentries;
 	bool user;		/* lower half: CPL3 */
 	bool event_entry;	/* starts at an event entry point */
+	bool stub;		/* in a table of entries (an IRQ stub) */
 	bool reset;		/* starts at a program's entry point */
+	bool fork_start;	/* starts at ret_from_fork: a new task's first code */
 	enum last last;
 	struct seg *segs;
 	struct flagged *flagged;
@@ -163,6 +188,16 @@ struct func {
 	bool event_entry;	/* FLAGS e: blocks starting at LO are event entries */
 	bool entry_table;	/* FLAGS E: every block in it is (the IRQ stubs) */
 	bool reset;		/* FLAGS r: a program's entry; its stack starts empty */
+	bool switch_asm;	/* FLAGS s: __switch_to_asm, where tasks switch stacks */
+	bool fork_ret;		/* FLAGS f: ret_from_fork, a new task's first code */
+	bool task_dead;		/* FLAGS x: do_task_dead, an exited task's last call */
+};
+
+/* A switched-out task's shadow stack, until it runs again. */
+struct saved_stack {
+	uint32_t node;
+	int depth;
+	struct frame frames[];
 };
 
 static uint64_t insns;			/* every instruction executed */
@@ -187,6 +222,15 @@ static uint32_t *tracked;		/* slot -> function */
 static int32_t *slot_of;		/* function -> slot, or -1 */
 static uint64_t *interval_calls, *interval_self;	/* per slot, this interval */
 static GArray *rows;			/* uint64_t: end, then calls, self per slot */
+/*
+ * Context switches: the switched-out tasks' shadow stacks, by the address
+ * of the task's thread.sp (uint64_t -> struct saved_stack); the outgoing
+ * task's address between the store and the load of __switch_to_asm.
+ */
+static GHashTable *saved_stacks;
+static uint64_t outgoing;
+static bool outgoing_known;
+static uint64_t switches;		/* context switches followed */
 
 static uint32_t unknown(bool user)
 {
@@ -383,17 +427,25 @@ static void follow(struct vcpu_state *v, struct block *prev, bool ran, struct bl
 	bool to_kernel = prev && prev->user && !b->user;
 	bool to_user = prev && !prev->user && b->user;
 	uint32_t func = b->segs[0].func;
-	bool event = to_kernel || (b->event_entry && !call);
+	/*
+	 * An IRQ stub pushes the vector and jumps to the common entry: the
+	 * event the stub's pseudo-frame stands for goes on there.
+	 */
+	bool chained = ran && prev->stub && b->event_entry && !b->stub;
+	bool event = to_kernel || (b->event_entry && !call && !chained);
 	int i;
 
-	if (b->reset || (!b->user && !to_kernel && v->depth &&
-			 v->stack[v->depth - 1].ret != PSEUDO_RET &&
-			 (int64_t)v->stack[v->depth - 1].ret >= 0)) {
+	if (b->reset || (b->fork_start && switches) ||
+	    (!b->user && !to_kernel && v->depth &&
+	     v->stack[v->depth - 1].ret != PSEUDO_RET &&
+	     (int64_t)v->stack[v->depth - 1].ret >= 0)) {
 		/*
-		 * A new program starts with no frames; and kernel code never
-		 * runs on user frames without an entry's pseudo-frame between
-		 * (the frames of a program that exec'ed, or one that a UKL
-		 * application replaced).
+		 * A new program starts with no frames, and so does a new task
+		 * (when switches are followed: its stack is its own, and
+		 * whatever was restored for it was an earlier task's at the
+		 * same address); and kernel code never runs on user frames
+		 * without an entry's pseudo-frame between (the frames of a
+		 * program that exec'ed, or one that a UKL application replaced).
 		 */
 		v->depth = 0;
 		v->node = child(0, func);
@@ -531,11 +583,77 @@ static void on_to(unsigned int vcpu_index, void *udata)
 	close_window((uint32_t)(uintptr_t)udata);
 }
 
-/* Past legacy and REX prefixes: the opcode, and REX.R and 0x66. */
+/* Whether a task switching out from do_task_dead (it has exited). */
+static bool exiting(const struct vcpu_state *v)
+{
+	int i;
+
+	for (i = v->depth - 1; i >= 0; i--) {
+		uint32_t func = node_at(v->stack[i].node)->func;
+
+		if (func < nfuncs && funcs[func].task_dead)
+			return true;
+	}
+	return false;
+}
+
+/* __switch_to_asm's `mov %rsp, thread.sp(prev)`: `vaddr` names prev. */
+static void on_switch_out(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
+			  uint64_t vaddr, void *udata)
+{
+	outgoing = vaddr;
+	outgoing_known = true;
+}
+
+/*
+ * __switch_to_asm's `mov thread.sp(next), %rsp`, instruction `index` of
+ * its block: from here on the vCPU runs on next's stack. Everything up to
+ * this instruction ran as prev, the rest of the block as next.
+ */
+static void on_switch_in(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
+			 uint64_t vaddr, void *udata)
+{
+	struct vcpu_state *v = &vcpu0;
+	uint32_t index = (uint32_t)(uintptr_t)udata;
+	struct saved_stack *s;
+
+	if (!outgoing_known)
+		return;		/* a load without its store: not a switch we know */
+	outgoing_known = false;
+	sync_before(v, index + 1);
+	if (exiting(v)) {
+		/* Never resumed: its address is free for a new task. */
+		g_hash_table_remove(saved_stacks, &outgoing);
+	} else {
+		uint64_t *key = g_new(uint64_t, 1);
+
+		s = g_malloc(sizeof(*s) + sizeof(s->frames[0]) * v->depth);
+		s->node = v->node;
+		s->depth = v->depth;
+		memcpy(s->frames, v->stack, sizeof(s->frames[0]) * v->depth);
+		*key = outgoing;
+		g_hash_table_replace(saved_stacks, key, s);
+	}
+	s = g_hash_table_lookup(saved_stacks, &vaddr);
+	if (s) {
+		v->node = s->node;
+		v->depth = s->depth;
+		memcpy(v->stack, s->frames, sizeof(s->frames[0]) * s->depth);
+		/* Saved again when it switches out: the table holds the sleeping. */
+		g_hash_table_remove(saved_stacks, &vaddr);
+	} else {
+		/* A task never seen: a new one; __switch_to_asm is its root. */
+		v->depth = 0;
+		v->node = child(0, v->last_func);
+	}
+	switches++;
+}
+
+/* Past legacy and REX prefixes: the opcode, and REX.R, REX.W and 0x66. */
 struct decoded {
 	const uint8_t *op;
 	size_t len;
-	bool rex_r, opsize;
+	bool rex_r, rex_w, opsize;
 };
 
 static void decode(const uint8_t *bytes, size_t size, struct decoded *d)
@@ -548,12 +666,13 @@ static void decode(const uint8_t *bytes, size_t size, struct decoded *d)
 
 		if (b == 0x66) {
 			d->opsize = true;
-			d->rex_r = false;
+			d->rex_r = d->rex_w = false;
 		} else if (b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x36 ||
 			   b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65 || b == 0x67) {
-			d->rex_r = false;
+			d->rex_r = d->rex_w = false;
 		} else if ((b & 0xf0) == 0x40) {
 			d->rex_r = b & 0x04;
+			d->rex_w = b & 0x08;
 		} else {
 			break;
 		}
@@ -659,6 +778,17 @@ static uint32_t classify(const struct decoded *d, enum last *last)
 	return 0;
 }
 
+/*
+ * A 64-bit mov between %rsp and memory: REX.W 89 /r stores it (`store`),
+ * REX.W 8b /r loads it; ModRM.reg is %rsp (4, without REX.R), ModRM.mod
+ * not 3 (a memory operand).
+ */
+static bool rsp_mov(const struct decoded *d, bool store)
+{
+	return d->len >= 2 && d->rex_w && !d->rex_r && d->op[0] == (store ? 0x89 : 0x8b) &&
+	       reg_of(d, 1) == 4 && mod_of(d, 1) != 3;
+}
+
 /* 0f 1f 80 disp32: a marker NOP when disp32 says so. */
 static bool marker(const uint8_t *bytes, size_t size, uint32_t *disp)
 {
@@ -706,10 +836,29 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			b->event_entry = func < nfuncs &&
 					 (funcs[func].entry_table ||
 					  (funcs[func].event_entry && funcs[func].lo == va));
+		if (i == 0)
+			b->stub = func < nfuncs && funcs[func].entry_table;
+		if (i == 0)
+			b->fork_start = func < nfuncs && funcs[func].fork_ret &&
+					funcs[func].lo == va;
 		qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64,
 							   &insns, 1);
 		decode(bytes, size, &d);
 		bits = classify(&d, &last);
+		/*
+		 * QEMU_PLUGIN_MEM_RW, though the one is a store and the other
+		 * a load: QEMU 7.2 never injects a MEM_R-only callback into a
+		 * load (accel/tcg/plugin-gen.c's op_rw tests cb->rw & (rw + 1),
+		 * which is 0 for a read), and each instruction makes one access.
+		 */
+		if (func < nfuncs && funcs[func].switch_asm && rsp_mov(&d, true))
+			qemu_plugin_register_vcpu_mem_cb(insn, on_switch_out,
+							 QEMU_PLUGIN_CB_NO_REGS,
+							 QEMU_PLUGIN_MEM_RW, NULL);
+		if (func < nfuncs && funcs[func].switch_asm && rsp_mov(&d, false))
+			qemu_plugin_register_vcpu_mem_cb(insn, on_switch_in,
+							 QEMU_PLUGIN_CB_NO_REGS,
+							 QEMU_PLUGIN_MEM_RW, (void *)(uintptr_t)i);
 		if (bits) {
 			struct flagged f = { .index = i, .bits = bits };
 
@@ -767,8 +916,8 @@ static void write_profile(qemu_plugin_id_t id, void *udata)
 		return;
 	}
 	fprintf(f, "# ukl_profile 1\n");
-	fprintf(f, "total\t%" PRIu64 "\tpasses\t%" PRIu64 "\toverruns\t%" PRIu64 "\n",
-		counted, passes, overruns);
+	fprintf(f, "total\t%" PRIu64 "\tpasses\t%" PRIu64 "\toverruns\t%" PRIu64
+		"\tswitches\t%" PRIu64 "\n", counted, passes, overruns, switches);
 	fprintf(f, "functions\t%u\n", nfuncs + 2);
 	fputs("columns\tself", f);
 	for (e = 0; e < NR_EVENTS; e++)
@@ -838,6 +987,9 @@ static bool read_syms(const char *path)
 		fn.event_entry = strchr(flags, 'e') != NULL;
 		fn.entry_table = strchr(flags, 'E') != NULL;
 		fn.reset = strchr(flags, 'r') != NULL;
+		fn.switch_asm = strchr(flags, 's') != NULL;
+		fn.fork_ret = strchr(flags, 'f') != NULL;
+		fn.task_dead = strchr(flags, 'x') != NULL;
 		last_hi = fn.hi;
 		g_array_append_val(all, fn);
 	}
@@ -966,6 +1118,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	nodes = g_array_new(false, false, sizeof(struct node));
 	g_array_append_val(nodes, root);
 	children = g_hash_table_new(g_int64_hash, g_int64_equal);
+	saved_stacks = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
 	vcpu0.last_func = NO_FUNC;
 	counting = whole_run;
 	qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);

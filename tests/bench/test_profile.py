@@ -1,9 +1,12 @@
 """`ukl profile` is exact: tests/programs/profile_loop.c runs known work
 (f: 2 * K + 2 instructions of its own; getppid_loop: getppid() calls)
 inside counting windows, on the UKL kernel (application and kernel in one
-vmlinux) and as an ordinary process on stock, under -icount; and its
-series (--every, --track) splits f's known calls and instructions exactly
-into intervals."""
+vmlinux) and as an ordinary process on stock, under -icount; its series
+(--every, --track) splits f's known calls and instructions exactly into
+intervals; and its call stacks follow context switches: in
+tests/programs/profile_pingpong.c two threads of a UKL application take
+turns blocking in pipe reads, and each one's kernel frames stay under its
+own thread function."""
 from __future__ import annotations
 
 import csv
@@ -14,7 +17,7 @@ import pytest
 
 from tests.conftest import PROGRAMS, build_image, ukl
 from ukl.bench import counts
-from ukl.profile import data
+from ukl.profile import data, symbols
 
 pytestmark = pytest.mark.boot
 PROGRAM = PROGRAMS / "profile_loop.c"
@@ -22,13 +25,15 @@ K = 100000
 CALLS = 1000
 
 
-def _profile(image: str, out: Path, *args: str) -> dict[str, dict[str, str]]:
+def _profile(image: str, out: Path, *args: str,
+             heaviest: str | None = "f") -> dict[str, dict[str, str]]:
     """Profile `image`; the flat profile, by function. Checks what every
-    profile must hold: it adds up, and the program ran to its end."""
+    profile must hold: it adds up, the program ran to its end, and the
+    stacks followed the kernel's context switches."""
     res = ukl("profile", image, "-o", str(out), "--quiet-console", "--timeout", "600", *args,
               timeout=900)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "warning" not in res.stderr, res.stderr
+    assert "warning" not in res.stderr and "note" not in res.stderr, res.stderr
     with (out / "flat.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     # By name: a whole run has static functions that share one, but not the
@@ -41,8 +46,10 @@ def _profile(image: str, out: Path, *args: str) -> dict[str, dict[str, str]]:
     folded = (out / "stacks.folded").read_text().splitlines()
     assert sum(int(line.rsplit(" ", 1)[1]) for line in folded) == raw.total
     assert raw.overruns == 0
+    assert raw.switches, "no context switch followed"
     # The table printed at the end names the heaviest function.
-    assert "f\n" in res.stdout or " f\n" in res.stdout, res.stdout
+    if heaviest is not None:
+        assert f" {heaviest}\n" in res.stdout, res.stdout
     return flat
 
 
@@ -134,3 +141,62 @@ def test_series_on_ukl(ukl_kernel: Path, tmp_path: Path) -> None:
     rows = _series(tmp_path / "m")
     _check_series(rows, flat, 250_000)
     assert sum(r["__x64_sys_getppid_calls"] for r in rows) == CALLS
+
+
+PINGPONG = PROGRAMS / "profile_pingpong.c"
+ROUNDS = 200
+THREADS = ("ping_thread", "pong_thread")
+
+
+def test_stacks_follow_context_switches_on_ukl(ukl_kernel: Path, tmp_path: Path) -> None:
+    """Two threads ping-pong over pipes ROUNDS times in window 0: the CPU
+    switches between their kernel stacks every round, and a UKL
+    application never returns to user mode, where a per-CPU shadow stack
+    would be reset. Every stack through pipe_read or pipe_write must be
+    one thread's own: from the program's code down to its thread function,
+    never under the other thread's frames or an interrupt's entry. Then
+    console output brings serial interrupts (an IRQ stub, then the common
+    entry): each must leave no frame behind, so no stack has the
+    program's code above an interrupt entry."""
+    image = build_image("t-profile-pingpong", str(PINGPONG))
+    out = tmp_path / "p"
+    _profile(image, out, "--window", "--every", "1", "--track", "pipe_read,pipe_write",
+             heaviest=None)
+    # The known work: each thread reads and writes once a round.
+    rows = _series(out)
+    assert sum(r["pipe_read_calls"] for r in rows) == 2 * ROUNDS
+    assert sum(r["pipe_write_calls"] for r in rows) == 2 * ROUNDS
+    funcs = symbols.read(out / "symbols.txt")
+    # The program's function names; `only` those the kernel has not too
+    # (as start_thread), which in a stack can only be the program's.
+    program = {f.name for f in funcs if f.kind == symbols.APP}
+    only = program - {f.name for f in funcs if f.kind != symbols.APP}
+    entries = {f.name for f in funcs if f.flags in ("e", "E")}
+    per_thread = dict.fromkeys(THREADS, 0)
+    app_rooted = total = interrupted = 0
+    for line in (out / "stacks.folded").read_text().splitlines():
+        stack, count = line.rsplit(" ", 1)
+        frames = stack.split(";")
+        total += int(count)
+        app_rooted += int(count) if frames[0] in program else 0
+        entry = next((i for i, name in enumerate(frames) if name in entries), None)
+        if entry is not None:
+            interrupted += int(count)
+            assert not only & set(frames[entry:]), line
+        pipe = [i for i, name in enumerate(frames) if name in ("pipe_read", "pipe_write")]
+        if not pipe:
+            continue
+        # Starts in the program; one thread function, among the program's
+        # frames before the first kernel frame; no event entry among the
+        # pipe function's callers.
+        assert frames[0] in program, line
+        own = frames[:next(i for i, name in enumerate(frames) if name not in program)]
+        mine = [t for t in THREADS if t in frames]
+        assert len(mine) == 1 and mine[0] in own, line
+        assert not entries & set(frames[:pipe[0]]), line
+        per_thread[mine[0]] += int(count)
+    assert all(per_thread.values()), per_thread
+    assert interrupted, "no interrupt in the window"
+    # Nearly all of the window is under the program's own stacks (the rest:
+    # the new threads' first kernel code, from ret_from_fork).
+    assert app_rooted >= 0.98 * total, (app_rooted, total)

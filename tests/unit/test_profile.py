@@ -110,6 +110,27 @@ def test_flat_profile_inclusive_and_stacks() -> None:
     assert "  sys (60.0%)" in prof.tree
 
 
+def test_context_switch_functions_flagged_and_a_profile_without_switches_noted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = [symbols.Function(0x1000 * i, 0x1000 * i + 0x10, name, symbols.KERNEL)
+              for i, name in enumerate(["__switch_to_asm", "ret_from_fork", "do_task_dead"], 1)]
+    assert [f.flags for f in kernel] == ["s", "f", "x"]
+    # Only the kernel's: an application's function of that name is not.
+    assert symbols.Function(0, 1, "ret_from_fork", symbols.APP).flags == "-"
+    followed = data.parse(RAW.replace("overruns\t0", "overruns\t0\tswitches\t7"))
+    none = data.parse(RAW.replace("overruns\t0", "overruns\t0\tswitches\t0"))
+    assert followed.switches == 7 and data.parse(RAW).switches is None
+    assert profiler.stacks_note(followed, kernel) is None
+    assert "save and load were not found" in (profiler.stacks_note(none, kernel) or "")
+    assert "no such function" in (profiler.stacks_note(none, kernel[1:]) or "")
+    # Printed once, and at the head of profile.txt.
+    note = profiler.stacks_note(none, kernel)
+    profiler.write(analysis.analyse(none, NAMES, KINDS), profiler.Request(image="x", out=tmp_path),
+                   dict(zip(NAMES, KINDS)), "img", note)
+    assert capsys.readouterr().err == f"ukl: note: {note}\n"
+    assert (tmp_path / "profile.txt").read_text().splitlines()[1] == f"note: {note}"
+
+
 def test_a_profile_that_does_not_add_up_says_so() -> None:
     raw = data.parse(RAW.replace("total\t1000", "total\t1001"))
     found = analysis.problems(analysis.analyse(raw, NAMES, KINDS))

@@ -1,7 +1,7 @@
 """What the ukl_profile plugin writes at exit (qemu/plugins/ukl_profile.c):
 
     # ukl_profile 1
-    total  N  passes  P  overruns  O
+    total  N  passes  P  overruns  O  switches  S
     functions  F
     columns  self  entries  exits  syscall ...
     f  INDEX  SELF  EVENT...          one per function that ran or counted
@@ -11,7 +11,9 @@
                                       per tracked function, calls and self
 
 Function indices are lines of the syms= file, then the unknown user and
-unknown kernel buckets; node 0 is the root (no function).
+unknown kernel buckets; node 0 is the root (no function). S: the context
+switches whose shadow stacks the plugin followed (0: it found no
+__switch_to_asm to follow, the stacks are one per vCPU).
 """
 from __future__ import annotations
 
@@ -53,6 +55,8 @@ class Raw:
     every: int = 0
     tracked: list[int] = field(default_factory=list)
     series: list[Interval] = field(default_factory=list)
+    # Context switches followed; None from a plugin that did not say.
+    switches: int | None = None
 
 
 def parse(text: str) -> Raw:
@@ -72,7 +76,7 @@ def parse(text: str) -> Raw:
             elif parts[0] == "columns":
                 columns = parts[1:]
                 raw = Raw(head["total"], head["passes"], head["overruns"], head["functions"],
-                          columns)
+                          columns, switches=head.get("switches"))
             elif parts[0] == "f" and raw is not None:
                 index = int(parts[1])
                 if not 0 <= index < raw.nfuncs:

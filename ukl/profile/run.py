@@ -173,17 +173,35 @@ def profile(req: Request) -> Result:
     raw = data.read(raw_path)
     names, kinds = symbols.names(funcs), symbols.kinds(funcs)
     prof = analysis.analyse(raw, names, kinds)
-    write(prof, req, dict(zip(names, kinds)), img.meta.name)
+    write(prof, req, dict(zip(names, kinds)), img.meta.name, stacks_note(raw, funcs))
     if req.every:
         write_series(raw, names, req, img.meta.name)
     return Result(outcome.exit_code, prof, req.out)
 
 
-def write(prof: analysis.Profile, req: Request, kinds: dict[str, str], name: str) -> None:
+def stacks_note(raw: data.Raw, funcs: list[symbols.Function]) -> str | None:
+    """One line when the stacks do not follow context switches (the
+    plugin found no stack switch to follow), else None."""
+    if raw.switches != 0:
+        return None
+    why = ("its stack-pointer save and load were not found"
+           if any(f.name == symbols.SWITCH for f in funcs)
+           else "the kernel has no such function")
+    return (f"the call stacks do not follow context switches ({symbols.SWITCH}: {why}): "
+            "a task that resumes shows its frames under the previous task's")
+
+
+def write(prof: analysis.Profile, req: Request, kinds: dict[str, str], name: str,
+          note: str | None = None) -> None:
+    """The profile's files; `note`, a line on what the stacks miss, is
+    printed and heads profile.txt."""
     what = ("the whole run" if req.window is None and req.between is None
             else f"window {req.window}" if req.between is None
             else f"from {req.between[0]} to {req.between[1]}")
-    (req.out / "profile.txt").write_text(f"{name}: {what}\n" + analysis.table(prof, req.top))
+    head = f"{name}: {what}\n" + (f"note: {note}\n" if note else "")
+    (req.out / "profile.txt").write_text(head + analysis.table(prof, req.top))
+    if note:
+        print(f"ukl: note: {note}", file=sys.stderr)
     (req.out / "flat.csv").write_text(analysis.flat_csv(prof))
     (req.out / "calltree.txt").write_text(prof.tree)
     (req.out / "stacks.folded").write_text(analysis.folded_text(prof))

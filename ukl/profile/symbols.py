@@ -32,6 +32,12 @@ _ENTRY_TABLES = {"irq_entries_start", "spurious_entries_start"}
 # A program's entry point (a UKL application's in vmlinux): its call stack
 # starts empty there, whatever ran before in that process.
 _PROGRAM_ENTRIES = {"_start"}
+# The kernel's context switch, for per-task call stacks: the plugin finds
+# the two instructions of __switch_to_asm that save and load the stack
+# pointer ("s"); a new task starts in ret_from_fork ("f"); a task that
+# switches out from do_task_dead has exited ("x").
+SWITCH = "__switch_to_asm"
+_TASK_FLAGS = {SWITCH: "s", "ret_from_fork": "f", "do_task_dead": "x"}
 # The UKL toolchain prefixes every symbol of the application in vmlinux;
 # shown without it, an application's functions have the same names in a
 # UKL profile as in a profile of the same program on stock.
@@ -52,6 +58,8 @@ class Function:
             return "r"
         if self.name in _ENTRY_TABLES:
             return "E"
+        if self.kind == KERNEL and self.name in _TASK_FLAGS:
+            return _TASK_FLAGS[self.name]
         return "e" if self.kind == KERNEL and _ENTRY.fullmatch(self.name) else "-"
 
 
