@@ -13,7 +13,7 @@ import sys
 from types import ModuleType
 from typing import NoReturn, Sequence
 
-from ukl.cli import bench, bench_apps, build, fuzz, image, initramfs, kernel, lint
+from ukl.cli import bench, bench_apps, bench_net, build, fuzz, image, initramfs, kernel, lint
 from ukl.cli import logs, matrix, profile, ps, rm, run, series, setup, soak, stop, toolchain
 from ukl.cli.args import Invocation
 from ukl.common.errors import UklError, UsageError
@@ -30,7 +30,8 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, ModuleType], ...]], ...] = (
         ("initramfs", initramfs))),
     ("Background instances (ukl run -d)", (
         ("ps", ps), ("logs", logs), ("stop", stop), ("rm", rm))),
-    ("Measure", (("bench", bench), ("bench-apps", bench_apps), ("profile", profile),
+    ("Measure", (("bench", bench), ("bench-apps", bench_apps),
+                 ("bench-net", bench_net), ("profile", profile),
                  ("matrix", matrix))),
     ("Harden", (("fuzz", fuzz), ("soak", soak))),
     ("Work on UKL itself", (
