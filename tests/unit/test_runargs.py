@@ -124,3 +124,11 @@ def test_recipe_run_env(tmp_path: Path) -> None:
     (tmp_path / "bad.ini").write_text("[run]\nenv = 9X=1\n")
     with pytest.raises(UklError, match=r"bad.ini: env entry '9X=1': '9X' is not a variable"):
         recipe.load("bad", tmp_path)
+
+
+def test_own_init_with_what_init_sets_up_is_one_line() -> None:
+    res = ukl("run", "no-such-image", "-e", "A=b", "--append", "rdinit=/UKL")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        "ukl: error: --append rdinit=/UKL starts that program instead of the image's init, "
+        "which sets up -e, --disk, -v and -d; drop one or the other"]

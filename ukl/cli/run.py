@@ -90,16 +90,25 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     disks = [disk.parse(d) for d in args.disk]
     folders = [shares.parse(v) for v in args.volume]
     _check_mount_points(disks, folders)
+    # A program started as init itself (--append rdinit=/init=) never sees
+    # the image's init.sh, which sets these up.
+    own_init = [a for a in args.append if a.startswith(("rdinit=", "init="))]
+    if own_init and (env or disks or folders or args.detach):
+        raise UsageError(f"--append {own_init[0]} starts that program instead of the image's "
+                         "init, which sets up -e, --disk, -v and -d; drop one or the other")
     img = image.find(args.image)
     if disks:
         _check_kernel(img, disk.KERNEL_NEEDS, "--disk", "mount an ext4 disk")
     if folders:
         _check_kernel(img, shares.KERNEL_NEEDS, "-v", "mount a shared folder over virtio-9p")
     # The program's arguments and environment travel in the initramfs, not
-    # on the kernel command line (ukl/image/runargs.py).
+    # on the kernel command line (ukl/image/runargs.py), for init.sh to
+    # read. A program started as init itself gets them on the command line,
+    # where the kernel hands them to init.
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=args.smp,
                            mem=args.mem, cpu=args.cpu, icount=args.icount, gdb=args.gdb,
                            append=list(args.append),
+                           program_args=list(inv.program_args) if own_init else [],
                            forwards=[qemu.parse_forward(p) for p in args.port],
                            shares=[(f.host, f.read_only) for f in folders])
     _check_ports(opts.forwards)
