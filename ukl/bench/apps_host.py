@@ -15,8 +15,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,14 +95,6 @@ def _answers(port: int, server: Server) -> bool:
         return False
 
 
-def _wait_ready(server: Server, booting: threading.Thread) -> None:
-    deadline = time.monotonic() + READY_WITHIN
-    while not _answers(server.host_port, server):
-        if not booting.is_alive() or time.monotonic() > deadline:
-            raise UklError(f"{server.package} did not answer on port {server.host_port}")
-        time.sleep(1)
-
-
 class _Control:
     """The connection to guest/count_window.c."""
 
@@ -173,22 +163,15 @@ def run_app(app: str, flavour: Flavour, requests: int, plugin: Path) -> list[Ser
                            plugin=counts.plugin_argument(plugin, counts_csv,
                                                          counts.layout(img.kernel)))
     print(f"   [bench-apps] {app} on {flavour.name}, clients on the host ...", file=sys.stderr)
-    outcome: list[run.Outcome] = []
-    booting = threading.Thread(target=lambda: outcome.append(
-        run.run(opts, log_name=name, timeout=RUN_TIMEOUT, echo=False)))
-    booting.start()
+    guest = run.Background(opts, log_name=name, timeout=RUN_TIMEOUT)
     try:
-        _wait_ready(server, booting)
+        guest.wait_until(lambda: _answers(server.host_port, server), READY_WITHIN,
+                         f"{server.package} did not answer on port {server.host_port}")
         _load(app, server, requests)
     finally:
         _stop(server)
-        booting.join()
-    done = outcome[0] if outcome else None
-    if done is None or done.exit_code != 0 or done.complaints:
-        why = (done.complaints[0] if done and done.complaints else
-               f"status {done.exit_code if done else 'none'}")
-        raise UklError(f"{app} on {flavour.name} ({why}); console log: "
-                       f"{done.log if done else paths.logs_dir()}")
+        ended = guest.join()
+    run.ended_cleanly(ended, f"{app} on {flavour.name}")
     windows = counts.read(counts_csv)
     served = []
     for k, op in enumerate(server.ops):

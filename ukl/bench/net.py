@@ -24,7 +24,6 @@ import csv
 import socket
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -220,10 +219,6 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _boot(opts: qemu.RunOptions, name: str, outcome: list[run.Outcome]) -> None:
-    outcome.append(run.run(opts, log_name=name, timeout=RUN_TIMEOUT, echo=False))
-
-
 def measure(flavour: Flavour, client: str, sw: Sweep, plugin: Path) -> list[Measured]:
     """Boot the server on `flavour`, run the sweep from `client`, read the
     plugin's windows."""
@@ -252,18 +247,13 @@ def measure(flavour: Flavour, client: str, sw: Sweep, plugin: Path) -> list[Meas
         udp_forwards=[(UDP_PORT + HOST_OFFSET, UDP_PORT)] if host else [],
         plugin=counts.plugin_argument(plugin, counts_csv, counts.layout(img.kernel)))
     print(f"   [bench-net] {flavour.name}, client in the {client} ...", file=sys.stderr)
-    outcome: list[run.Outcome] = []
-    booting = threading.Thread(target=_boot, args=(opts, name, outcome))
-    booting.start()
+    guest = run.Background(opts, log_name=name, timeout=RUN_TIMEOUT)
     report = ""
     try:
         if host:
-            deadline = time.monotonic() + READY_WITHIN
-            while not _answers(CTL_PORT + HOST_OFFSET):
-                if not booting.is_alive() or time.monotonic() > deadline:
-                    raise UklError(f"the netbench server on {flavour.name} did not answer "
-                                   f"on port {CTL_PORT + HOST_OFFSET}")
-                time.sleep(1)
+            guest.wait_until(lambda: _answers(CTL_PORT + HOST_OFFSET), READY_WITHIN,
+                             f"the netbench server on {flavour.name} did not answer "
+                             f"on port {CTL_PORT + HOST_OFFSET}")
             done = subprocess.run([str(netbench),
                                    *_client_args("127.0.0.1", HOST_OFFSET, "remote", sw)],
                                   capture_output=True, text=True, timeout=RUN_TIMEOUT)
@@ -272,13 +262,8 @@ def measure(flavour: Flavour, client: str, sw: Sweep, plugin: Path) -> list[Meas
                 raise UklError(f"the host's netbench client failed on {flavour.name}: "
                                f"{done.stderr.strip() or done.returncode}")
     finally:
-        booting.join()
-    ended = outcome[0] if outcome else None
-    if ended is None or ended.exit_code != 0 or ended.complaints:
-        why = (ended.complaints[0] if ended and ended.complaints else
-               f"status {ended.exit_code if ended else 'none'}")
-        raise UklError(f"bench-net on {flavour.name}, client in the {client} ({why}); "
-                       f"console log: {ended.log if ended else paths.logs_dir()}")
+        outcome = guest.join()
+    ended = run.ended_cleanly(outcome, f"bench-net on {flavour.name}, client in the {client}")
     if not host:
         report = ended.log.read_text(errors="replace")
     try:

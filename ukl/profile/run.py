@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -130,19 +129,16 @@ def _boot(opts: qemu.RunOptions, req: Request, log_name: str) -> boot.Outcome:
     both (the command's failure is an error once the guest has stopped)."""
     if req.load is None:
         return boot.run(opts, log_name=log_name, timeout=req.timeout, echo=req.echo)
-    outcome: list[boot.Outcome] = []
-    booting = threading.Thread(target=lambda: outcome.append(
-        boot.run(opts, log_name=log_name, timeout=req.timeout, echo=req.echo)))
-    booting.start()
+    guest = boot.Background(opts, log_name=log_name, timeout=req.timeout, echo=req.echo)
     try:
         load = subprocess.run(req.load, shell=True, stdin=subprocess.DEVNULL, check=False)
     finally:
-        booting.join()
-    if not outcome:
+        ended = guest.join()
+    if ended is None:
         raise UklError("the guest did not run (see the messages above)")
     if load.returncode != 0:
         raise UklError(f"--load exited with status {load.returncode}: {req.load}")
-    return outcome[0]
+    return ended
 
 
 def profile(req: Request) -> Result:

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,3 +171,42 @@ def report_problem(outcome: Outcome) -> None:
     print("---- console tail ----", file=sys.stderr)
     print(log_tail(outcome.log).rstrip(), file=sys.stderr)
     print(f"---- full log: {outcome.log}", file=sys.stderr)
+
+
+class Background:
+    """A boot in a thread of its own, for a client on the host to talk to
+    meanwhile (`ukl bench-apps --client host`, `ukl bench-net`, `ukl
+    profile --load`)."""
+
+    def __init__(self, opts: qemu.RunOptions, *, log_name: str, timeout: float | None,
+                 echo: bool = False) -> None:
+        self._outcome: list[Outcome] = []
+        self._thread = threading.Thread(target=lambda: self._outcome.append(
+            run(opts, log_name=log_name, timeout=timeout, echo=echo)))
+        self._thread.start()
+
+    def wait_until(self, ready: Callable[[], bool], within: float, failure: str) -> None:
+        """Poll `ready` every second until it holds; UklError(`failure`)
+        if the guest ends first or `within` seconds pass."""
+        deadline = time.monotonic() + within
+        while not ready():
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise UklError(failure)
+            time.sleep(1)
+
+    def join(self) -> Outcome | None:
+        """Wait for the guest to end; its outcome, None if it did not run
+        (the error was reported as it happened)."""
+        self._thread.join()
+        return self._outcome[0] if self._outcome else None
+
+
+def ended_cleanly(ended: Outcome | None, what: str) -> Outcome:
+    """`ended` if the program exited 0 and the kernel logged no complaint;
+    otherwise UklError naming `what`, the reason and the console log."""
+    if ended is None or ended.exit_code != 0 or ended.complaints:
+        why = (ended.complaints[0] if ended and ended.complaints else
+               f"status {ended.exit_code if ended else 'none'}")
+        raise UklError(f"{what} ({why}); console log: "
+                       f"{ended.log if ended else paths.logs_dir()}")
+    return ended
