@@ -14,7 +14,8 @@ from types import ModuleType
 from typing import NoReturn, Sequence
 
 from ukl.cli import bench, bench_apps, bench_net, build, fuzz, image, initramfs, kernel, lint
-from ukl.cli import logs, matrix, profile, ps, rm, run, series, setup, soak, stop, toolchain
+from ukl.cli import logs, matrix, pkg, profile, ps, rm, run, series, setup, soak, stop
+from ukl.cli import toolchain
 from ukl.cli.args import Invocation
 from ukl.common.errors import UklError, UsageError
 
@@ -26,7 +27,7 @@ EXIT_INTERRUPTED = 130
 COMMANDS: tuple[tuple[str, tuple[tuple[str, ModuleType], ...]], ...] = (
     ("Get started", (("setup", setup),)),
     ("Build and run an application", (
-        ("build", build), ("run", run), ("image", image), ("lint", lint),
+        ("build", build), ("run", run), ("image", image), ("pkg", pkg), ("lint", lint),
         ("initramfs", initramfs))),
     ("Background instances (ukl run -d)", (
         ("ps", ps), ("logs", logs), ("stop", stop), ("rm", rm))),
@@ -92,8 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"(see `ukl {args.command} --help`)")
         module = MODULES[args.command]
         if program_args and not getattr(module, "TAKES_PROGRAM_ARGS", False):
-            raise UsageError("arguments after '--' are only accepted by `ukl run` and "
-                             "`ukl profile`")
+            raise UsageError("arguments after '--' are only accepted by `ukl run`, "
+                             "`ukl profile` and `ukl pkg --iso`")
         inv = Invocation(command_line=shlex.join(["ukl", *argv]), program_args=program_args)
         status: int = module.run(args, inv)
         return status

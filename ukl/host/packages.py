@@ -66,6 +66,17 @@ APPS = [
     Package("autopoint", "autoreconf of packages that use gettext (GNU hello, ...)"),
     Package("patch", "recipes' own patches on Debian sources (recipes/redis/*.patch)"),
 ]
+# `ukl pkg`: images packaged for other machines (ukl/image/oci.py, iso.py).
+PACKAGING = [
+    Package("umoci", "`ukl pkg --oci` makes OCI image layouts for urunc"),
+    Package("skopeo", "`ukl pkg --oci-archive` writes OCI archives; the tests inspect layouts"),
+    Package("grub-common", "`ukl pkg --iso`: grub-mkrescue makes the bootable ISO"),
+    Package("grub-pc-bin", "`ukl pkg --iso`: GRUB for BIOS machines"),
+    Package("grub-efi-amd64-bin", "`ukl pkg --iso`: GRUB for EFI machines"),
+    Package("xorriso", "`ukl pkg --iso`: grub-mkrescue writes the ISO with it"),
+    Package("mtools", "`ukl pkg --iso`: grub-mkrescue makes the ISO's EFI partition with it"),
+    Package("ovmf", "EFI firmware for QEMU: the tests boot `ukl pkg --iso` images under EFI"),
+]
 # Checks `make test` runs on the project itself.
 DEVELOP = [
     Package("python3", "Debian's interpreter, which runs the lint tools below"),
@@ -74,7 +85,7 @@ DEVELOP = [
     Package("python3-ply", "the kernel's checkpatch.pl checks SPDX lines with it"),
     Package("python3-git", "the kernel's checkpatch.pl checks SPDX lines with it"),
 ]
-ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME + APPS + DEVELOP
+ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME + APPS + PACKAGING + DEVELOP
 
 
 def installed(names: list[str]) -> set[str]:
