@@ -8,6 +8,7 @@ run`: the guest program's), 2 for a usage error, 1 for a failure.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from types import ModuleType
@@ -106,3 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ukl: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (`ukl image ls | head`): not an
+        # error. Point stdout at /dev/null so that the interpreter's own
+        # flush at exit does not complain about the pipe again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -81,3 +81,41 @@ def find(ref: str) -> Image:
                                     if len(known) > 8 else "")
     hint = f"known images: {shown}" if known else "no images built yet"
     raise UsageError(f"no image '{ref}' ({hint}); create one with `ukl build SOURCE.c -o NAME`")
+
+
+def all_images() -> list[Image]:
+    """Every complete-looking image under build/images, by name."""
+    root = paths.images_dir()
+    if not root.is_dir():
+        return []
+    found = []
+    for path in sorted(root.iterdir()):
+        meta_file = path / META_FILE
+        if path.is_dir() and meta_file.is_file():
+            try:
+                found.append(Image(path, ImageMeta(**json.loads(meta_file.read_text()))))
+            except (ValueError, TypeError):
+                continue    # not an image this version wrote: left alone
+    return found
+
+
+def size_bytes(img: Image) -> int:
+    return sum(f.stat().st_size for f in img.path.iterdir() if f.is_file())
+
+
+def named_dir(name: str) -> Path:
+    """The directory of the image NAME under build/images, which must
+    exist. By name only, so that a path given by mistake never reaches a
+    directory of the user's."""
+    if not valid_name(name):
+        raise UsageError(f"bad image name {name!r}: give names from `ukl image ls`, "
+                         "not paths")
+    path = paths.images_dir() / name
+    if not (path / META_FILE).is_file():
+        raise UsageError(f"no image '{name}' (`ukl image ls` lists them)")
+    return path
+
+
+def remove(name: str) -> None:
+    """Delete the image NAME (named_dir())."""
+    shutil.rmtree(named_dir(name))
