@@ -27,17 +27,16 @@ EXIT_INTERRUPTED = 130
 # (group, [(command, module)]), in the order `ukl --help` lists them.
 COMMANDS: tuple[tuple[str, tuple[tuple[str, ModuleType], ...]], ...] = (
     ("Get started", (("setup", setup),)),
-    ("Build and run an application", (
-        ("build", build), ("run", run), ("image", image), ("pkg", pkg), ("lint", lint),
-        ("initramfs", initramfs))),
-    ("Background instances (ukl run -d)", (
-        ("ps", ps), ("logs", logs), ("stop", stop), ("rm", rm))),
-    ("Measure", (("bench", bench), ("bench-apps", bench_apps),
-                 ("bench-net", bench_net), ("profile", profile),
-                 ("matrix", matrix))),
-    ("Harden", (("fuzz", fuzz), ("soak", soak))),
-    ("Work on UKL itself", (
-        ("kernel", kernel), ("toolchain", toolchain), ("series", series))),
+    ("Build", (("build", build), ("image", image), ("initramfs", initramfs), ("lint", lint))),
+    ("Run (in the foreground, or in the background with run -d)", (
+        ("run", run), ("ps", ps), ("logs", logs), ("stop", stop), ("rm", rm))),
+    ("Inspect and measure", (
+        ("profile", profile), ("bench", bench), ("bench-apps", bench_apps),
+        ("bench-net", bench_net))),
+    ("Package", (("pkg", pkg),)),
+    ("Develop UKL itself", (
+        ("kernel", kernel), ("toolchain", toolchain), ("series", series), ("matrix", matrix),
+        ("fuzz", fuzz), ("soak", soak))),
 )
 MODULES = {name: module for _, group in COMMANDS for name, module in group}
 
