@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ukl
+from tests.unit.fake_images import fake_image
 from ukl.common.errors import UklError
 from ukl.image import disk, runargs
 from ukl.qemu import command as qemu
@@ -104,16 +105,9 @@ def test_drive_and_mount_lines() -> None:
 
 
 def test_disk_on_a_kernel_without_ext4_is_one_error_line(tmp_path: Path) -> None:
-    image = tmp_path / "img"
-    image.mkdir()
-    for f in ("vmlinux", "initramfs.cpio"):
-        (image / f).write_bytes(b"")
-    (image / "image.json").write_text(
-        '{"name": "img", "kernel_flavour": "plain", "mode": "process", "program": ""}')
-    # A flavour's .config as this project's kernels have it: virtio-blk, no ext4.
-    config = tmp_path / "build" / "kernel" / "plain" / ".config"
-    config.parent.mkdir(parents=True)
-    config.write_text("CONFIG_VIRTIO_PCI=y\nCONFIG_VIRTIO_BLK=y\n# CONFIG_EXT4_FS is not set\n")
+    # A flavour's .config with virtio-blk and no ext4.
+    image = fake_image(tmp_path, "img", build=tmp_path / "build", kernel_config=(
+        "CONFIG_VIRTIO_PCI=y\nCONFIG_VIRTIO_BLK=y\n# CONFIG_EXT4_FS is not set\n"))
     res = ukl("run", str(image), "--disk", str(tmp_path / "d.ext4"),
               env={"UKL_BUILD_DIR": str(tmp_path / "build")})
     assert res.returncode == 1

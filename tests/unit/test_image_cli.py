@@ -6,22 +6,13 @@ import json
 from pathlib import Path
 
 from tests.conftest import ukl
-
-
-def _fake_image(build: Path, name: str) -> Path:
-    d = build / "images" / name
-    d.mkdir(parents=True)
-    for f in ("vmlinux", "initramfs.cpio"):
-        (d / f).write_bytes(b"x" * 1024)
-    (d / "image.json").write_text(json.dumps(
-        {"name": name, "kernel_flavour": "ukl", "mode": "ukl", "program": "/UKL"}))
-    return d
+from tests.unit.fake_images import fake_image
 
 
 def test_ls_and_rm(tmp_path: Path) -> None:
     env = {"UKL_BUILD_DIR": str(tmp_path / "build")}
-    a = _fake_image(tmp_path / "build", "a")
-    _fake_image(tmp_path / "build", "b")
+    a = fake_image(tmp_path / "build" / "images", "a", "ukl", "ukl")
+    fake_image(tmp_path / "build" / "images", "b", "ukl", "ukl")
     # Not an image: a directory without image.json is neither listed nor removable.
     (tmp_path / "build" / "images" / "mine").mkdir()
     res = ukl("image", "ls", "--json", env=env)

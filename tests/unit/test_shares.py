@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ukl
+from tests.unit.fake_images import fake_image
 from ukl.common.errors import UklError
 from ukl.image import runargs, shares
 from ukl.qemu import command as qemu
@@ -60,15 +61,8 @@ def test_one_mount_per_guest_directory(tmp_path: Path) -> None:
 
 
 def test_kernel_without_9p_is_one_error_line(tmp_path: Path) -> None:
-    image = tmp_path / "img"
-    image.mkdir()
-    for f in ("vmlinux", "initramfs.cpio"):
-        (image / f).write_bytes(b"")
-    (image / "image.json").write_text(
-        '{"name": "img", "kernel_flavour": "plain", "mode": "process", "program": ""}')
-    config = tmp_path / "build" / "kernel" / "plain" / ".config"
-    config.parent.mkdir(parents=True)
-    config.write_text("CONFIG_VIRTIO_PCI=y\nCONFIG_NET_9P=y\nCONFIG_NET_9P_VIRTIO=y\n")
+    image = fake_image(tmp_path, "img", build=tmp_path / "build", kernel_config=(
+        "CONFIG_VIRTIO_PCI=y\nCONFIG_NET_9P=y\nCONFIG_NET_9P_VIRTIO=y\n"))
     res = ukl("run", str(image), "-v", f"{tmp_path}:/srv",
               env={"UKL_BUILD_DIR": str(tmp_path / "build")})
     assert res.returncode == 1
