@@ -134,8 +134,8 @@ def test_cli_answers(build_dir: Path, monitor: list) -> None:
     assert ukl("logs", "web", env=env).stdout == "line one\n"
     assert ukl("logs", "-f", "web", env=env, timeout=10).stdout == "line one\n"
     res = ukl("stop", "web", env=env)
-    assert res.returncode == 0 and res.stderr == "ukl: instance web is not running (exited " \
-        "(3))\n"
+    assert res.returncode == 2 and res.stderr == "ukl: error: instance web is not running " \
+        "(exited (3)); `ukl logs web` shows how it ended, `ukl rm web` removes it\n"
     missing = ukl("logs", "nope", env=env)
     assert missing.returncode == 2 and missing.stderr == \
         "ukl: error: no instance nope (`ukl ps` lists them)\n"

@@ -36,16 +36,20 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     if args.time <= 0:
         raise UsageError("--time must be a positive number of seconds")
     found = [instances.load(n) for n in args.names]
+    ended = [inst for inst in found if not instances.is_running(inst)]
     for inst in found:
-        _stop(inst, args.force, args.time)
+        if inst not in ended:
+            _stop(inst, args.force, args.time)
+    if ended:
+        # The running ones named beside it are stopped first.
+        inst = ended[0]
+        raise UsageError(f"instance {inst.name} is not running ({instances.state(inst)}); "
+                         f"`ukl logs {inst.name}` shows how it ended, `ukl rm {inst.name}` "
+                         "removes it")
     return 0
 
 
 def _stop(inst: instances.Instance, force: bool, grace: float) -> None:
-    if not instances.is_running(inst):
-        print(f"ukl: instance {inst.name} is not running ({instances.state(inst)})",
-              file=sys.stderr)
-        return
     if force or not _ask_to_stop(inst, grace):
         if not force:
             print(f"ukl: instance {inst.name} did not stop within {grace:g} s; killing its "
