@@ -90,19 +90,23 @@ def suite_stock(stock_kernel: Path) -> str:
 
 @pytest.fixture(autouse=True)
 def kernel_log_is_clean(request: pytest.FixtureRequest) -> object:
-    """Fail any test during which a boot's console (build/logs/run-*.log)
-    logged a kernel complaint: an oops, a BUG or WARNING splat, an RCU
-    stall, a lockup, a hung task or an unexpected panic. A test that
-    provokes one on purpose says so with @pytest.mark.kernel_complaints."""
+    """Fail any test during which a boot's console (build/logs/run-*.log, or
+    a background instance's) logged a kernel complaint: an oops, a BUG or
+    WARNING splat, an RCU stall, a lockup, a hung task or an unexpected
+    panic. A test that provokes one on purpose says so with
+    @pytest.mark.kernel_complaints."""
     from ukl.common import paths
-    from ukl.qemu import complaints
+    from ukl.qemu import complaints, instances
     start = time.time()
     yield
     if request.node.get_closest_marker("kernel_complaints"):
         return
     logs = paths.logs_dir()
+    consoles = sorted(logs.glob("run-*.log")) if logs.is_dir() else []
+    # A background instance (`ukl run -d`) logs its console in its own state.
+    consoles += sorted(instances.root().glob(f"*/{instances.CONSOLE}"))
     found = []
-    for log in sorted(logs.glob("run-*.log")) if logs.is_dir() else []:
+    for log in consoles:
         if log.stat().st_mtime >= start:
             found += [f"{log}: {line}"
                       for line in complaints.find(log.read_text(errors="replace"))]
