@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from ukl.image.initramfs import InitramfsSpec, parse_file_arg
 from ukl.kbuild import flavour
@@ -46,3 +47,10 @@ def image_spec(args: argparse.Namespace, program: Path | None) -> InitramfsSpec:
 def flavours(csv: str) -> list[Flavour]:
     """A comma-separated list of flavours, looked up once, here."""
     return flavour.get_all([c for c in csv.split(",") if c])
+
+
+def print_table(rows: Sequence[Sequence[str]]) -> None:
+    """Rows (the first the header) as columns as wide as their widest cell."""
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())

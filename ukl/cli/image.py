@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ukl import pipeline
 from ukl.cli.args import Invocation, add_image_contents, add_kernel, image_spec
+from ukl.cli.args import print_table
 from ukl.common.errors import UsageError
 from ukl.image import image
 from ukl.kbuild import flavour
@@ -60,12 +61,9 @@ def _list(as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
-    wide = max([4, *(len(str(r["name"])) for r in rows)])
-    flav = max([7, *(len(str(r["flavour"])) for r in rows)])
-    print(f"{'NAME':{wide}}  {'FLAVOUR':{flav}}  {'MODE':7}  {'MiB':>7}  MODIFIED (UTC)")
-    for r in rows:
-        print(f"{r['name']:{wide}}  {r['flavour']:{flav}}  {r['mode']:7}  "
-              f"{r['size_mib']:>7}  {r['modified']}")
+    print_table([("NAME", "FLAVOUR", "MODE", "MiB", "MODIFIED (UTC)")] +
+                [(str(r["name"]), str(r["flavour"]), str(r["mode"]), str(r["size_mib"]),
+                  str(r["modified"])) for r in rows])
     return 0
 
 

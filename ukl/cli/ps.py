@@ -5,7 +5,7 @@ import argparse
 import json
 import time
 
-from ukl.cli.args import Invocation
+from ukl.cli.args import Invocation, print_table
 from ukl.qemu import instances
 
 SUMMARY = "list the background instances (`ukl run -d`): running or exited"
@@ -33,9 +33,7 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     table = [("NAME", "STATE", "IMAGE", "PORTS", "CREATED")]
     table += [(r["name"], r["state"], r["image"], ",".join(r["ports"]) or "-",
                _age(r["created"])) for r in rows]
-    widths = [max(len(row[c]) for row in table) for c in range(len(table[0]))]
-    for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print_table(table)
     # Why an instance ended without its program's status (a crash, a
     # kernel panic, QEMU killed), and where its console is.
     for r in rows:
