@@ -8,6 +8,7 @@ in the initramfs (mode "process").
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ukl.app import unikernel
@@ -63,6 +64,11 @@ def build_debian_image(name: str, flavour: Flavour, package: str, spec: Initramf
         raise UklError(f"{package} is a library (recipes/{package}.ini); build the "
                        "application that uses it")
     built = debbuild.build(package, ukl=flavour.is_ukl, binary=binary)
+    for left_out in built.without:
+        print(f"ukl: {package} built without {left_out}", file=sys.stderr)
+    # An ordinary process from Debian's build is linked dynamically, as
+    # Debian's own binary is: its libraries go into the image.
+    spec.files += list(built.runtime)
     tools = (debbuild.build(package, ukl=False).tools if flavour.is_ukl and rec.tools
              else built.tools)
     spec.files += [(t, f"/usr/bin/{t.name}") for t in tools] + rec.files

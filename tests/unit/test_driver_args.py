@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import re
+
+import pytest
 from pathlib import Path
 
 from ukl.common.proc import StepCounter
-from ukl.toolchain.driver import is_link, split_output
+from ukl.toolchain.driver import (DriverError, host_inputs, is_link, split_output, standin_soname,
+                                  static_inputs)
 
 
 def test_split_output_forms() -> None:
@@ -39,3 +42,33 @@ def test_step_counter_remembers_largest_run(tmp_path: Path) -> None:
     noop = StepCounter.remembered(pattern, tmp_path, default=3)
     noop.save(tmp_path)
     assert (tmp_path / ".ukl-steps").read_text() == "4"
+
+
+def test_static_inputs_take_the_archive_beside_a_shared_library(tmp_path: Path) -> None:
+    libs = tmp_path / ".libs"
+    libs.mkdir()
+    (libs / "liblzma.so.5.4.1").write_text("")
+    (libs / "liblzma.a").write_text("")
+    (libs / "libonly.so").write_text("")
+    shared = str(libs / "liblzma.so.5.4.1")
+    assert static_inputs(["-O2", shared, "-lm"]) == ["-O2", str(libs / "liblzma.a"), "-lm"]
+    with pytest.raises(DriverError, match="no libonly.a beside it"):
+        static_inputs([str(libs / "libonly.so")])
+
+
+def test_host_libraries_in_a_link_trace_are_found(tmp_path: Path) -> None:
+    trace = "\n".join([
+        f"{tmp_path}/user.o",
+        "/usr/lib/x86_64-linux-gnu/libreadline.a(readline.o)",
+        "/lib/x86_64-linux-gnu/libtinfo.so",
+        f"{tmp_path}/sysroot/usr/lib/x86_64-linux-gnu/libc.a(printf.o)",
+    ])
+    assert host_inputs(trace) == ["/lib/x86_64-linux-gnu/libtinfo.so",
+                                  "/usr/lib/x86_64-linux-gnu/libreadline.a"]
+
+
+def test_standin_soname_forms() -> None:
+    assert standin_soname(["-Wl,-soname,libz.so.1", "a.o"]) == "libz.so.1"
+    assert standin_soname(["-Wl,-soname=libz.so.1"]) == "libz.so.1"
+    assert standin_soname(["-Wl,-soname", "-Wl,liblzma.so.5"]) == "liblzma.so.5"
+    assert standin_soname(["a.o"]) is None

@@ -17,7 +17,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("toolchain", "kbuild", "image", "qemu"),   # sysroot, kernels, images, booting
     ("app",),                                   # compiling applications
     ("pipeline", "results"),                    # program + flavour -> image; results/
-    ("bench", "matrix", "fuzz", "soak"),        # recorded runs
+    ("bench", "matrix", "fuzz", "soak", "catalog"),  # recorded runs
     ("profile",),                               # profiles, on bench's plugin builder
     ("cli",),                                   # the command line
     ("__main__",),                              # python3 -m ukl

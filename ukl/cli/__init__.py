@@ -14,7 +14,8 @@ import sys
 from types import ModuleType
 from typing import NoReturn, Sequence
 
-from ukl.cli import bench, bench_apps, bench_net, build, fuzz, image, initramfs, kernel, lint
+from ukl.cli import bench, bench_apps, bench_net, build, catalog, fuzz, image, initramfs, kernel
+from ukl.cli import lint
 from ukl.cli import logs, matrix, pkg, profile, ps, rm, run, series, setup, soak, stop
 from ukl.cli import toolchain
 from ukl.cli.args import Invocation
@@ -32,7 +33,7 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, ModuleType], ...]], ...] = (
         ("run", run), ("ps", ps), ("logs", logs), ("stop", stop), ("rm", rm))),
     ("Inspect and measure", (
         ("profile", profile), ("bench", bench), ("bench-apps", bench_apps),
-        ("bench-net", bench_net))),
+        ("bench-net", bench_net), ("catalog", catalog))),
     ("Package", (("pkg", pkg),)),
     ("Develop UKL itself", (
         ("kernel", kernel), ("toolchain", toolchain), ("series", series), ("matrix", matrix),

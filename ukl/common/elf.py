@@ -7,11 +7,14 @@ from pathlib import Path
 PT_INTERP = 3
 
 
-def describe_problem(path: Path) -> str | None:
-    """None if `path` is a static x86-64 ELF executable, else why it is not.
+def describe_problem(path: Path, loaders: frozenset[str] = frozenset()) -> str | None:
+    """None if `path` is an x86-64 ELF executable that can run in the
+    image, else why it cannot.
 
-    The guest's initramfs has no dynamic loader or shared libraries, so every
-    program in it must be static.
+    The guest's initramfs has no dynamic loader or shared libraries of its
+    own, so a program must be static, or dynamically linked with a loader
+    (PT_INTERP) among `loaders`, the guest paths the image also gets (with
+    the libraries: ukl.app.debian.rules.runtime_files).
     """
     try:
         data = path.read_bytes()
@@ -31,5 +34,9 @@ def describe_problem(path: Path) -> str | None:
     for i in range(phnum):
         p_type, = struct.unpack_from("<I", data, phoff + i * phentsize)
         if p_type == PT_INTERP:
-            return f"{path} is dynamically linked; build it with -static"
+            offset, = struct.unpack_from("<Q", data, phoff + i * phentsize + 8)
+            size, = struct.unpack_from("<Q", data, phoff + i * phentsize + 32)
+            loader = data[offset:offset + size].rstrip(b"\0").decode(errors="replace")
+            if loader not in loaders:
+                return f"{path} is dynamically linked; build it with -static"
     return None

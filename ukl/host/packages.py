@@ -84,6 +84,7 @@ DEVELOP = [
     Package("mypy", "type-checks the ukl tool's Python code with --strict"),
     Package("python3-ply", "the kernel's checkpatch.pl checks SPDX lines with it"),
     Package("python3-git", "the kernel's checkpatch.pl checks SPDX lines with it"),
+    Package("python3-debian", "mypy checks the ukl tool against python-debian's types"),
 ]
 ALL = SOURCES + KERNEL_BUILD + TOOLCHAIN + RUNTIME + APPS + PACKAGING + DEVELOP
 

@@ -39,6 +39,8 @@ MODULES = (
            "`ukl bench` draws its figures (PNG)"),
     Module("psycopg2", "python3-psycopg2", "psycopg2-binary",
            "the PostgreSQL tests are clients from the host"),
+    Module("debian", "python3-debian", "python-debian",
+           "`ukl build --debian` reads source packages' debian/control and changelog"),
 )
 
 

@@ -113,7 +113,7 @@ def _check_inputs(spec: InitramfsSpec) -> None:
     if spec.program is not None:
         if not spec.program.is_file():
             raise UsageError(f"program {spec.program} does not exist")
-        problem = describe_problem(spec.program)
+        problem = describe_problem(spec.program, frozenset(guest for _, guest in spec.files))
         if problem:
             raise UklError(problem)
     for host, _ in spec.files:

@@ -53,6 +53,19 @@ KERNEL_PROVIDED = {
 KERNEL_PROVIDED_PATTERN = re.compile(r"^__(start|stop)_[A-Za-z0-9_]+$")
 
 _COMPILE_ONLY = {"-c", "-S", "-E", "-M", "-MM"}
+# Set by `ukl build --debian` for Debian's own builds (ukl.app.debian.rules):
+# the libraries a package depends on, built for UKL and unpacked there
+# (usr/include, usr/lib/x86_64-linux-gnu), searched after the UKL sysroot.
+DEPS_SYSROOT_ENV = "UKL_DEPS_SYSROOT"
+# Also set for Debian's builds: a `-shared` link makes a stand-in shared
+# object (see _shared_standin) instead of failing, so that a library
+# package's own build and packaging run to the end and give its static
+# archive and headers, the parts a UKL program links.
+SHARED_STANDIN_ENV = "UKL_SHARED_STANDIN"
+# Host library directories: nothing built there is kernel-model code (see
+# _check_inputs).
+_HOST_LIBRARY_DIRS = (Path("/usr/lib"), Path("/lib"), Path("/usr/local/lib"), Path("/lib64"))
+_SONAME = re.compile(r"^-Wl,(?:-soname|-h)[,=](.+)$")
 # Position-independent code cannot use the kernel code model, and a UKL app
 # is one static object: projects that ask for PIC (for a static library they
 # could also make shared, like hiredis) get ordinary kernel-model code.
@@ -70,14 +83,30 @@ def _gcc_include() -> str:
     return out.stdout.strip()
 
 
+def deps_sysroots() -> list[Path]:
+    """The dependency sysroots named by $UKL_DEPS_SYSROOT (colon-separated)."""
+    return [Path(d) for d in os.environ.get(DEPS_SYSROOT_ENV, "").split(":") if d]
+
+
 def compile_flags(cxx: bool) -> list[str]:
-    """Flags for every compile: UKL headers only, kernel code generation."""
+    """Flags for every compile: UKL headers only (and the dependencies'),
+    kernel code generation."""
     includes = [str(d) for d in layout.cxx_include_dirs()] if cxx else []
     includes += [_gcc_include(), str(layout.include_dir())]
+    for deps in deps_sysroots():
+        includes += [str(deps / "usr/include" / layout.MULTIARCH), str(deps / "usr/include")]
     flags = ["-nostdinc"]
     for inc in includes:
         flags += ["-isystem", inc]
     return flags + layout.KERNEL_CFLAGS
+
+
+def _library_dirs() -> list[str]:
+    """-L flags: the UKL sysroot's libraries, then the dependencies'."""
+    dirs = [layout.libdir(), layout.ukl_libdir()]
+    for deps in deps_sysroots():
+        dirs += [deps / layout.LIBDIR, deps / "usr/lib"]
+    return [f"-L{d}" for d in dirs]
 
 
 def _link_inputs(cxx: bool) -> tuple[list[str], list[str], list[str]]:
@@ -113,6 +142,41 @@ def _run(cmd: list[str]) -> None:
         raise DriverError(f"exit status {res.returncode}")
 
 
+def static_inputs(args: list[str]) -> list[str]:
+    """The user's link arguments with each shared library named by path
+    (libtool passes .libs/libfoo.so) replaced by the static archive beside
+    it; a shared library without one cannot be linked."""
+    out = []
+    for a in args:
+        m = re.match(r"^(.*)\.so(\.[0-9.]+)?$", a)
+        if m and not a.startswith("-") and Path(a).exists():
+            archive = Path(m.group(1) + ".a")
+            if not archive.is_file():
+                raise DriverError(f"{a} is a shared library and there is no {archive.name} "
+                                  "beside it; a UKL program links static archives only")
+            a = str(archive)
+        out.append(a)
+    return out
+
+
+def host_inputs(trace: str) -> list[str]:
+    """Input files named by ld --trace that come from the host's library
+    directories: code not built for the kernel model, which must not reach
+    a UKL program (a configure check that finds the host's libreadline must
+    fail, as if the library were absent)."""
+    found = []
+    for line in trace.splitlines():
+        line = line.strip()
+        # --trace names archive members as "archive(member)".
+        path = Path(line.split("(", 1)[0]) if line.startswith("/") else None
+        if path is None:
+            continue
+        real = path.resolve()
+        if any(real.is_relative_to(d) for d in _HOST_LIBRARY_DIRS):
+            found.append(str(path))
+    return sorted(set(found))
+
+
 def undefined_symbols(obj: Path, kind: str = "U") -> list[str]:
     """Undefined symbols of a relocatable object: strong ("U") by default,
     or weak ("w"), which may stay 0."""
@@ -136,10 +200,19 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path) -> None:
     Only user code is linted per link: the UKL libraries were linted when the
     toolchain was built, and this keeps each link (and so ./configure) fast.
     """
-    lib, ukl = layout.libdir(), layout.ukl_libdir()
     gcc = "g++" if cxx else "gcc"
-    _run([gcc, *compile_flags(cxx), "-r", "-nostdlib", f"-L{lib}", f"-L{ukl}", *user_args,
-          "-o", str(out)])
+    # -Bstatic: -lfoo finds libfoo.a only. --trace lists every input, so
+    # that one from the host's library directories is refused.
+    cmd = [gcc, *compile_flags(cxx), "-r", "-nostdlib", "-Wl,-Bstatic", "-Wl,--trace",
+           *_library_dirs(), *static_inputs(user_args), "-o", str(out)]
+    res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if res.returncode != 0:
+        raise DriverError(f"exit status {res.returncode}")
+    host = host_inputs(res.stdout)
+    if host:
+        raise DriverError("links the host's " + ", ".join(host) + ", not built for UKL; "
+                          "build the library with ukl-cc (ukl build --debian does for "
+                          "a package's library build-dependencies)")
     findings = lint.lint(out)
     if findings:
         print(lint.report(out, findings), file=sys.stderr)
@@ -204,11 +277,38 @@ def is_link(args: list[str]) -> bool:
     return not any(a.startswith(_QUERY_PREFIXES) for a in args)
 
 
+def _shared_standin(args: list[str]) -> int:
+    """A `-shared` link in one of Debian's builds: an empty shared object
+    with the requested soname. It stands in for the real library so the
+    package's build and packaging finish; nothing UKL links reads it (a
+    UKL link takes static archives only, see static_inputs)."""
+    output, rest = split_output(args)
+    soname = standin_soname(rest)
+    flags = [f"-Wl,-soname,{soname}"] if soname else []
+    res = subprocess.run(["gcc", "-shared", "-nostdlib", "-x", "c", "/dev/null", *flags,
+                          "-o", output])
+    return res.returncode
+
+
+def standin_soname(args: list[str]) -> str | None:
+    """The soname a -shared link asks for: -Wl,-soname,X, -Wl,-soname=X,
+    or libtool's -Wl,-soname -Wl,X."""
+    for i, a in enumerate(args):
+        m = _SONAME.match(a)
+        if m:
+            return m.group(1)
+        if a in ("-Wl,-soname", "-Wl,-h") and i + 1 < len(args) and args[i + 1].startswith("-Wl,"):
+            return args[i + 1][4:]
+    return None
+
+
 def main(cxx: bool, argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     args = [a for a in args if a not in _POSITION_INDEPENDENT]
     name = "ukl-c++" if cxx else "ukl-cc"
     if "-shared" in args:
+        if os.environ.get(SHARED_STANDIN_ENV) == "1" and is_link(args):
+            return _shared_standin(args)
         print(f"{name}: error: shared libraries cannot be linked into a UKL kernel; "
               "build the static library instead", file=sys.stderr)
         return 1

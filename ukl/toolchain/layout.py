@@ -14,7 +14,8 @@ from pathlib import Path
 from ukl.common import paths
 
 GCC_VERSION = "12"
-LIBDIR = "usr/lib/x86_64-linux-gnu"
+MULTIARCH = "x86_64-linux-gnu"
+LIBDIR = f"usr/lib/{MULTIARCH}"
 UKL_LIBDIR = "usr/lib/ukl"
 # Code generation for everything linked into the kernel. Stack clash
 # protection probes every page of a large frame, so a frame cannot step

@@ -1,22 +1,40 @@
-"""Build a Debian source package with its own build system: with ukl-cc and
-ukl-c++ for a UKL application, or with static gcc/g++ for an ordinary
-process (the stock kernel, and the tools that run beside the app).
+"""Build a Debian source package: with ukl-cc and ukl-c++ for a UKL
+application, or with the host's gcc/g++ for an ordinary process (the stock
+kernel, and the tools that run beside the app).
+
+Two ways, chosen by the recipe's `system` (default: Debian's own):
+
+  debian     Debian's own build, debian/rules through dpkg-buildpackage
+             (ukl.app.debian.rules). For UKL, the library build
+             dependencies (ukl.app.debian.libdeps) are built first the
+             same way, recursively, each installed into its own tree that
+             ukl-cc searches; a library that cannot be built is left out
+             and reported, and the package's own configure then builds
+             without it. An ordinary process links the host's libraries,
+             dynamically, as Debian's own binary does, and the image gets
+             them.
+  configure  the upstream build system run directly (./configure, make),
+  make       for the recipes that still need it; dependencies are the
+             recipe's `depends`, installed into their own prefix, which
+             configure and the compiler find through CPPFLAGS, LDFLAGS
+             and PKG_CONFIG_PATH.
 
 Each package and mode builds in its own copy of the unpacked source,
-build/debian/PACKAGE/{ukl,process}/tree; libraries it depends on are built
-the same way first and installed into their own prefix, which configure
-and the compiler find through CPPFLAGS, LDFLAGS and PKG_CONFIG_PATH.
+build/debian/PACKAGE/{ukl,process}/tree. A finished build is kept while
+its inputs are unchanged; an interrupted Debian build resumes where it
+stopped.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from ukl.app import unikernel
-from ukl.app.debian import recipe
+from ukl.app.debian import control, libdeps, recipe, rules
 from ukl.app.debian import source as debsrc
 from ukl.common import paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
@@ -24,6 +42,7 @@ from ukl.common.errors import UklError
 from ukl.common.proc import run_logged
 
 BUILT_STAMP = ".ukl-built"
+STARTED_STAMP = ".ukl-started"
 
 
 @dataclass(frozen=True)
@@ -33,16 +52,29 @@ class Built:
     prefix: Path
     program: Path | None
     tools: list[Path]
+    # Debian builds for UKL: the dependency install trees the package was
+    # built against, its own first for a library (what a dependent links).
+    sysroots: tuple[Path, ...] = ()
+    # Libraries left out, each "NAME: why".
+    without: tuple[str, ...] = ()
+    # An ordinary process's shared libraries: (host path, guest path).
+    runtime: tuple[tuple[Path, str], ...] = ()
+    version: str = ""
 
 
 def _mode(ukl: bool) -> str:
     return "ukl" if ukl else "process"
 
 
-def _compilers(ukl: bool) -> tuple[str, str]:
+def _compilers(ukl: bool, static: bool = True) -> tuple[str, str]:
+    """(CC, CXX): ukl-cc/ukl-c++, or the host's compilers through ccache,
+    linking statically unless `static` is off (Debian's own builds make
+    the program Debian ships, dynamically linked)."""
     if ukl:
         unikernel.ensure_toolchain()
         return str(unikernel.compiler_path(False)), str(unikernel.compiler_path(True))
+    if not static:
+        return cached("gcc"), cached("g++")
     return cached("gcc -static -pthread"), cached("g++ -static -pthread")
 
 
@@ -136,6 +168,109 @@ def _apply_patches(rec: recipe.Recipe, tree: Path, ukl: bool) -> None:
                    env=build_env(), log_path=log, append=True)
 
 
+def _system(rec: recipe.Recipe, source: Path) -> str:
+    if rec.system != "auto":
+        return rec.system
+    if (source / "debian" / "rules").is_file():
+        return "debian"
+    return "configure" if any((source / f).is_file() for f in
+                              ("configure", "configure.ac", "configure.in")) else "make"
+
+
+# (source package, ukl) -> its build, for this process: a library several
+# packages need is looked at once.
+_BUILT: dict[tuple[str, bool], Built] = {}
+
+
+def _library_deps(ctl: control.Control, chain: tuple[str, ...]) -> tuple[list[Built], list[str]]:
+    """Build the library build dependencies of a package for UKL; returns
+    the builds and the libraries left out ("NAME: why")."""
+    built, without = [], []
+    seen: set[str] = set()
+    for dep in libdeps.classify_all(ctl.build_depends):
+        src = dep.source
+        if dep.kind != "library" or src is None or src == ctl.source or src in seen:
+            continue
+        seen.add(src)
+        reason = libdeps.NOT_FOR_UKL.get(src)
+        if reason:
+            without.append(f"{dep.name}: {reason}")
+            continue
+        if src in chain:
+            without.append(f"{dep.name}: a dependency loop ({' -> '.join((*chain, src))})")
+            continue
+        try:
+            lib = build(src, ukl=True, _chain=chain, library=True)
+        except UklError as e:
+            without.append(f"{dep.name}: {e.message}")
+            continue
+        if not any(p.suffix == ".a" for p in lib.prefix.rglob("*.a")):
+            without.append(f"{dep.name}: its Debian build made no static library")
+            continue
+        built.append(lib)
+    return built, without
+
+
+def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
+                  chain: tuple[str, ...], library: bool) -> Built:
+    ctl = control.read(source)
+    key = (ctl.source, ukl)
+    if key in _BUILT and not binary:
+        return _BUILT[key]
+    deps, without = _library_deps(ctl, (*chain, ctl.source)) if ukl else ([], [])
+    sysroots: list[Path] = []
+    for d in deps:
+        sysroots += [s for s in d.sysroots if s not in sysroots]
+    what = f"{ctl.source} {ctl.version} ({_mode(ukl)})"
+    rules.install_build_depends(source, f"building {ctl.source}")
+    cc, cxx = _compilers(ukl, static=False)
+    work = paths.build_root() / "debian" / ctl.source / _mode(ukl)
+    tree, prefix = work / "tree", work / "install"
+    log = _log(rec, ukl)
+    # How Debian's build is run (rules.py) is an input too.
+    state = stamp.digest(_state(rec, cc, deps), ctl.version, repr((sysroots, library)),
+                         Path(rules.__file__).read_bytes())
+    if not stamp.current(work / BUILT_STAMP, state):
+        resume = stamp.current(work / STARTED_STAMP, state) and tree.is_dir()
+        if resume:
+            print(f"ukl: {what}: resuming the interrupted build in {tree}", file=sys.stderr)
+        else:
+            (work / BUILT_STAMP).unlink(missing_ok=True)
+            if tree.exists():
+                shutil.rmtree(tree)
+            work.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(source, tree, symlinks=True)
+            log.unlink(missing_ok=True)
+            _apply_patches(rec, tree, ukl)
+            stamp.record(work / STARTED_STAMP, state)
+        rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume, library)
+        if library:
+            rules.install_library(tree, ctl.binaries, prefix)
+        stamp.record(work / BUILT_STAMP, state)
+    program = None
+    if not library:
+        wanted = [binary or rec.program or ctl.source] + ([] if binary or rec.program
+                                                          else ctl.binaries)
+        program = rules.find_program(tree, ctl.binaries, wanted)
+        if program is None:
+            raise UklError(f"{ctl.source}: its Debian build staged no program named "
+                           f"{' or '.join(wanted[:4])}; name it with --binary (a name in "
+                           f"usr/bin or usr/sbin, or a path below debian/tmp; see {tree}/debian)")
+    runtime = tuple(rules.runtime_files(program)) if program and not ukl else ()
+    tools = []
+    for t in rec.tools:
+        found = rules.find_program(tree, ctl.binaries, [t])
+        if found is None:
+            raise UklError(f"{ctl.source}: the build staged no {t} (tools in {rec.source})")
+        tools.append(found)
+    done = Built(ctl.source, tree, prefix, program, tools,
+                 sysroots=((prefix,) if library else ()) + tuple(sysroots),
+                 without=tuple(without), runtime=runtime, version=ctl.version)
+    if not binary:
+        _BUILT[key] = done
+    return done
+
+
 def _find_program(tree: Path, wanted: str | None, package: str) -> Path:
     if wanted:
         program = tree / wanted
@@ -154,15 +289,18 @@ def _find_program(tree: Path, wanted: str | None, package: str) -> Path:
 
 
 def build(package: str, ukl: bool, binary: str | None = None,
-          _chain: tuple[str, ...] = ()) -> Built:
+          _chain: tuple[str, ...] = (), library: bool = False) -> Built:
     """Build `package` (and its dependencies) in the given mode; returns
-    the program to run (None for a library) and its tools."""
+    the program to run (None for a library) and its tools. `library`: a
+    Debian build wanted for its static libraries and headers."""
     if package in _chain:
         raise UklError("dependency loop: " + " -> ".join((*_chain, package)))
     rec = recipe.load(package)
+    source = debsrc.fetch(package)
+    if _system(rec, source) == "debian":
+        return _debian_build(rec, source, ukl, binary, _chain, library or rec.library)
     deps = [build(d, ukl, _chain=(*_chain, package)) for d in rec.depends]
     cc, cxx = _compilers(ukl)
-    source = debsrc.fetch(package)
     work = paths.build_root() / "debian" / package / _mode(ukl)
     tree, prefix = work / "tree", work / "prefix"
     built_stamp = work / BUILT_STAMP

@@ -6,7 +6,10 @@ package without one is built with its own build system and defaults, so an
 unknown package can still be tried. Format:
 
     [build]
-    system = auto | make | configure      (auto: ./configure if present)
+    system = auto | debian | configure | make
+                                           (auto: Debian's own build, debian/rules;
+                                            configure/make: upstream's build run
+                                            directly, with the keys below)
     configure_args = ...                   (shell words; {cflags} and {ldflags}
     make_args = ...                         expand to the dependencies' -I / -L)
     make_first = ...                       (arguments of a make run before the
@@ -46,7 +49,7 @@ from ukl.common.errors import UklError
 from ukl.image.runargs import env_problem
 
 RECIPES_DIR = paths.REPO_ROOT / "recipes"
-SYSTEMS = ("auto", "make", "configure")
+SYSTEMS = ("auto", "debian", "make", "configure")
 _KEYS = {
     "build": {"system", "configure_args", "make_args", "make_first", "program", "tools", "depends",
               "library", "patches"},

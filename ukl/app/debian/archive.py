@@ -1,0 +1,112 @@
+"""Binary packages in the machine's Debian archive: which source package
+builds one, what files it ships, and installing build tools on the host.
+
+Queries use the host's own apt configuration (the binary package lists);
+source packages come through ukl.app.debian.source's private deb-src
+configuration. Downloaded .deb files are kept in build/debian/debs, and
+their file lists beside them, so a package is looked at once.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from debian.deb822 import Deb822
+
+from ukl.common import paths
+from ukl.common.errors import UklError
+from ukl.common.proc import run_logged
+from ukl.host import packages
+
+
+@dataclass(frozen=True)
+class BinaryPackage:
+    name: str
+    version: str
+    # The source package that builds it (its own name if Source is absent).
+    source: str
+
+
+def _debs_dir() -> Path:
+    d = paths.build_root() / "debian" / "debs"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _apt_cache(*args: str) -> str:
+    res = subprocess.run(["apt-cache", *args], capture_output=True, text=True)
+    return res.stdout if res.returncode == 0 else ""
+
+
+def show(name: str) -> BinaryPackage | None:
+    """The candidate version of binary package `name`, or of the first
+    package that provides it if it is virtual; None if apt knows neither."""
+    text = _apt_cache("show", "--no-all-versions", name)
+    if not text.strip():
+        providers = reverse_provides(name)
+        if not providers:
+            return None
+        text = _apt_cache("show", "--no-all-versions", providers[0])
+        if not text.strip():
+            return None
+    para = Deb822(text.split("\n\n")[0])
+    source = para.get("Source", para["Package"]).split()[0]
+    return BinaryPackage(para["Package"], para["Version"], source)
+
+
+def reverse_provides(name: str) -> list[str]:
+    """Packages that provide virtual package `name` (apt-cache showpkg)."""
+    text = _apt_cache("showpkg", name)
+    _, sep, tail = text.partition("Reverse Provides:")
+    if not sep:
+        return []
+    return [line.split()[0] for line in tail.splitlines() if line.strip()]
+
+
+def contents(pkg: BinaryPackage) -> list[str]:
+    """The paths a binary package installs (without the leading ./)."""
+    listing = _debs_dir() / f"{pkg.name}_{pkg.version.replace(':', '%3a')}.list"
+    if listing.is_file():
+        return listing.read_text().splitlines()
+    deb = download(pkg)
+    res = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], capture_output=True)
+    if res.returncode != 0:
+        raise UklError(f"dpkg-deb cannot read {deb}: {res.stderr.decode(errors='replace')}")
+    tar = subprocess.run(["tar", "-t"], input=res.stdout, capture_output=True)
+    files = [re.sub(r"^\./", "", f) for f in tar.stdout.decode(errors="replace").splitlines()]
+    listing.write_text("\n".join(files) + "\n")
+    return files
+
+
+def download(pkg: BinaryPackage) -> Path:
+    """The .deb of `pkg`, downloaded once into build/debian/debs."""
+    d = _debs_dir()
+    found = sorted(d.glob(f"{pkg.name}_*.deb"))
+    if found:
+        return found[-1]
+    run_logged(["apt-get", "download", f"{pkg.name}={pkg.version}"],
+               label=f"apt-get download {pkg.name}", cwd=d,
+               log_path=paths.logs_dir() / f"apt-download-{pkg.name}.log")
+    found = sorted(d.glob(f"{pkg.name}_*.deb"))
+    if not found:
+        raise UklError(f"apt-get download {pkg.name} left no .deb in {d}")
+    return found[-1]
+
+
+def install(names: list[str], why: str) -> None:
+    """apt-get install `names` on the host (the tools a Debian build runs),
+    as root; otherwise say what to install."""
+    have = packages.installed(names)
+    missing = [n for n in names if n not in have]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise UklError(f"{why} needs these Debian packages on this machine: "
+                       f"{' '.join(missing)}; as root: apt-get install {' '.join(missing)}")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    run_logged(["apt-get", "install", "-y", "--no-install-recommends", *missing],
+               label=f"apt-get install ({len(missing)} packages for {why})", env=env,
+               log_path=paths.logs_dir() / "apt-install.log", append=True)

@@ -1,0 +1,80 @@
+"""Sort a source package's build dependencies into what a UKL build must
+do with each.
+
+A UKL program is one static, kernel-model object: every library it links
+must be built from source with ukl-cc, never taken from the host. So for
+each Build-Depends entry (its first alternative the archive has):
+
+  toolchain  the C library, the compiler's runtime, kernel headers: the
+             UKL toolchain provides them (libc6-dev, libstdc++-12-dev, ...)
+  library    its binary package ships a static archive (usr/lib/**/*.a),
+             or it is a -dev package with shared libraries only (Debian
+             turned the static one off, as for libonig-dev): its source
+             package is built for UKL first, recursively, with static
+             libraries forced on (ukl.app.debian.rules)
+  tool       anything else (debhelper, pkg-config, bison, ...): installed
+             on the host, where Debian's build runs it
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ukl.app.debian import archive
+
+# Provided by the UKL toolchain (glibc, gcc's runtime, Linux UAPI headers).
+_TOOLCHAIN = re.compile(r"^(libc6?-dev|libc6-dev-.+|linux-libc-dev|libgcc-\d+-dev|libgcc1?-dev"
+                        r"|libstdc\+\+-\d+-dev|libstdc\+\+-dev|libc-dev-bin|libsupc\+\+-dev)$")
+_STATIC = re.compile(r"^usr/lib/(?:[a-z0-9_]+-linux-gnu/)?[^/]+\.a$")
+_SHARED = re.compile(r"^usr/lib/(?:[a-z0-9_]+-linux-gnu/)?[^/]+\.so$")
+KINDS = ("toolchain", "library", "tool")
+# Source packages whose libraries a UKL build does not try: the reason,
+# reported as what the package was built without.
+NOT_FOR_UKL = {
+    "systemd": "libsystemd is built only with the whole of systemd, as a shared library",
+    "glibc": "the UKL toolchain's own C library is used",
+}
+
+
+@dataclass(frozen=True)
+class Dependency:
+    # What debian/control names (the alternative chosen).
+    name: str
+    kind: str
+    # The binary package that satisfies it, and its source package (None
+    # when the archive has neither, e.g. a virtual package apt resolves).
+    package: archive.BinaryPackage | None
+    # For a library: the static archives Debian's package ships (none if
+    # it ships shared libraries only).
+    archives: tuple[str, ...] = ()
+
+    @property
+    def source(self) -> str | None:
+        return self.package.source if self.package else None
+
+
+def _choose(alternatives: list[str]) -> tuple[str, archive.BinaryPackage | None]:
+    """The first alternative the archive knows (dpkg-checkbuilddeps prefers
+    the first too); the first name if none is known."""
+    for name in alternatives:
+        pkg = archive.show(name)
+        if pkg is not None:
+            return name, pkg
+    return alternatives[0], None
+
+
+def classify(alternatives: list[str]) -> Dependency:
+    name, pkg = _choose(alternatives)
+    if _TOOLCHAIN.match(name) or (pkg and _TOOLCHAIN.match(pkg.name)):
+        return Dependency(name, "toolchain", pkg)
+    if pkg is None:
+        return Dependency(name, "tool", None)
+    files = archive.contents(pkg)
+    static = tuple(f for f in files if _STATIC.match(f))
+    if static or (any(_SHARED.match(f) for f in files) and pkg.name.endswith("-dev")):
+        return Dependency(name, "library", pkg, static)
+    return Dependency(name, "tool", pkg)
+
+
+def classify_all(build_depends: list[list[str]]) -> list[Dependency]:
+    return [classify(alts) for alts in build_depends]

@@ -1,0 +1,238 @@
+"""Run a Debian source package's own build (debian/rules, through
+dpkg-buildpackage) with the UKL toolchain in place of the compiler.
+
+Debian's build applies the package's patches, flags and configure options;
+only the compiler changes:
+
+  * CC/CXX are ukl-cc/ukl-c++ (a UKL program) or the host's gcc/g++ (the
+    same program as an ordinary process, for the stock kernel);
+  * DEB_BUILD_OPTIONS: nocheck (test suites run programs that are not
+    there at build time), nodoc, nostrip (strip would drop the UKL
+    object's symbols), noddebs; profiles nocheck,nodoc;
+  * for UKL: the dependencies' install trees in $UKL_DEPS_SYSROOT (ukl-cc
+    searches them), pkg-config sees only their .pc files, a -shared link
+    makes a stand-in (ukl.toolchain.driver), and symbols files are not
+    checked against the stand-ins; a config.site turns static libraries
+    on, which Debian turns off for some (oniguruma, jq's own libjq), and
+    debian/not-installed tells dh_missing about them.
+
+The build runs in build/debian/SOURCE/MODE/tree; dpkg-buildpackage puts
+the .debs beside it. What dh_auto_install (or the rules' own install)
+staged under debian/ is what a dependent package links.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from ukl.app.debian import archive, control
+from ukl.common import paths
+from ukl.common.buildenv import build_env, jobs
+from ukl.common.errors import UklError
+from ukl.common.proc import run_logged, run_quiet
+from ukl.toolchain import layout
+from ukl.toolchain.driver import DEPS_SYSROOT_ENV, SHARED_STANDIN_ENV
+
+CONFIG_SITE = """\
+# Written by ukl build --debian (ukl/app/debian/rules.py) for UKL builds.
+# Static libraries on: a UKL program links static archives only, and
+# Debian's build turns them off for some libraries (a program that links
+# its package's own library, as jq does libjq, needs it too). The shared libraries
+# ukl-cc links are stand-ins (it cannot make kernel-model shared objects).
+enable_static=yes
+"""
+NOT_INSTALLED_MARK = "# ukl build --debian: the static libraries its config.site turns on"
+NOT_INSTALLED = ("usr/lib/*/*.a", "usr/lib/*.a")
+# Where Debian's builds stage what they install, below the source tree.
+_STAGING = ("tmp",)
+_PKGCONFIG_VAR = re.compile(r"^(\w+)=(/usr\b)", re.M)
+
+
+def _build_options() -> str:
+    return f"nocheck nodoc nostrip noddebs parallel={jobs()}"
+
+
+def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path) -> dict[str, str]:
+    env = build_env(CC=cc, CXX=cxx, DEB_BUILD_OPTIONS=_build_options(),
+                    DEB_BUILD_PROFILES=",".join(sorted(control.PROFILES)),
+                    DEBIAN_FRONTEND="noninteractive")
+    # dpkg-buildpackage sets the flags from dpkg-buildflags; an outer
+    # CFLAGS (from a user's shell) would replace Debian's.
+    for var in ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"):
+        env.pop(var, None)
+    if not ukl:
+        return env
+    subdirs = (layout.LIBDIR + "/pkgconfig", "usr/lib/pkgconfig", "usr/share/pkgconfig")
+    pkgconfig = [str(d / sub) for d in deps for sub in subdirs]
+    env.update({
+        DEPS_SYSROOT_ENV: ":".join(str(d) for d in deps),
+        SHARED_STANDIN_ENV: "1",
+        # Only the dependencies' .pc files: the host's describe host
+        # libraries, which a UKL program cannot link. An empty directory
+        # when there are none.
+        "PKG_CONFIG_LIBDIR": ":".join(pkgconfig) or str(work / "no-pkgconfig"),
+        "DPKG_GENSYMBOLS_CHECK_LEVEL": "0",
+    })
+    site = work / "config.site"
+    site.write_text(CONFIG_SITE)
+    env["CONFIG_SITE"] = str(site)
+    return env
+
+
+def allow_static_archives(tree: Path) -> None:
+    """The static libraries forced on are files no binary package of
+    Debian's lists, and dh_missing stops a build for those: list them in
+    debian/not-installed (the copy's; wildcards, as debhelper 13 reads)."""
+    listing = tree / "debian" / "not-installed"
+    old = listing.read_text() if listing.is_file() else ""
+    if NOT_INSTALLED_MARK not in old:
+        listing.write_text(old + ("" if not old or old.endswith("\n") else "\n")
+                           + NOT_INSTALLED_MARK + "\n" + "\n".join(NOT_INSTALLED) + "\n")
+
+
+def install_build_depends(tree: Path, why: str) -> None:
+    """Install on the host what dpkg-checkbuilddeps finds missing (tools,
+    and the libraries an ordinary build links)."""
+    unmet = unmet_build_depends(tree)
+    if unmet:
+        archive.install([alts[0] for alts in control.relations(checkbuilddeps_list(unmet))], why)
+
+
+def checkbuilddeps_list(text: str) -> str:
+    """dpkg-checkbuilddeps' space-separated list ("a (>= 1) b | c d:native")
+    as a relation field ("a (>= 1), b | c, d:native")."""
+    text = re.sub(r"\s*\|\s*", "|", re.sub(r"\s*\(\s*", "(", re.sub(r"\s*\)", ")", text)))
+    text = re.sub(r"\(([^)]*)\)", lambda m: "(" + m.group(1).replace(" ", "") + ")", text)
+    return ", ".join(text.split())
+
+
+def unmet_build_depends(tree: Path) -> str:
+    """The unmet build dependencies dpkg-checkbuilddeps reports ("" if none)."""
+    out = subprocess.run(["dpkg-checkbuilddeps", "-B", "-P", ",".join(sorted(control.PROFILES))],
+                         cwd=tree, capture_output=True, text=True)
+    m = re.search(r"Unmet build dependencies: (.*)", out.stderr)
+    return m.group(1).strip() if m else ""
+
+
+def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
+          what: str, resume: bool, library: bool) -> None:
+    """dpkg-buildpackage for the architecture-dependent packages. `resume`:
+    the tree holds an interrupted build of the same state; go on without
+    cleaning (dh's stamps skip the steps already done). `library`: built
+    for its static libraries (a dependency of a UKL program)."""
+    work = tree.parent
+    for old in work.glob("*.deb"):
+        old.unlink()
+    env = environment(ukl, cc, cxx, deps, work)
+    if ukl:
+        allow_static_archives(tree)
+    cmd = ["dpkg-buildpackage", "--build=any", "--no-sign", "-d",
+           "-P" + ",".join(sorted(control.PROFILES))]
+    if resume:
+        cmd.append("-nc")
+    run_logged(cmd, label=f"debian/rules {what}", cwd=tree, env=env, log_path=log,
+               append=True)
+
+
+def staging_dirs(tree: Path, binaries: list[str]) -> list[Path]:
+    """Where the build staged its files: debian/tmp, then each binary
+    package's directory."""
+    dirs = [tree / "debian" / d for d in _STAGING] + [tree / "debian" / b for b in binaries]
+    return [d for d in dirs if d.is_dir()]
+
+
+def install_library(tree: Path, binaries: list[str], dest: Path) -> list[str]:
+    """Copy headers, static archives and pkg-config files from the
+    staging directories into `dest` (a dependency sysroot); .pc files are
+    rewritten to point there. A shared library staged without its static
+    archive (Debian's rules delete some, as oniguruma's do) gets the one
+    the build made, from the build tree. Returns the archives installed."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    archives = []
+    shared: dict[str, Path] = {}
+    for staged in staging_dirs(tree, binaries):
+        for path in sorted(staged.rglob("*")):
+            rel = path.relative_to(staged)
+            parts = rel.parts
+            in_lib = len(parts) >= 3 and parts[:2] == ("usr", "lib")
+            if in_lib and ".so" in path.name and path.name.startswith("lib"):
+                shared.setdefault(path.name.split(".so")[0], rel.parent)
+            keep = (parts[:2] == ("usr", "include")
+                    or (in_lib and (path.suffix == ".a" or "pkgconfig" in parts))
+                    or parts[:3] == ("usr", "share", "pkgconfig"))
+            if not keep or path.is_dir():
+                continue
+            _install_file(path, dest / rel, dest)
+            if path.suffix == ".a":
+                archives.append(str(rel))
+    for name, libdir in shared.items():
+        rel = libdir / f"{name}.a"
+        if str(rel) in archives:
+            continue
+        built = _built_archive(tree, f"{name}.a")
+        if built is not None:
+            _install_file(built, dest / rel, dest)
+            archives.append(str(rel))
+    return sorted(set(archives))
+
+
+def _install_file(path: Path, target: Path, dest: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".pc":
+        text = path.read_text(errors="replace")
+        target.write_text(_PKGCONFIG_VAR.sub(lambda m: f"{m.group(1)}={dest}/usr", text))
+    elif not target.exists():
+        shutil.copy2(path, target, follow_symlinks=True)
+
+
+def _built_archive(tree: Path, name: str) -> Path | None:
+    """The static archive `name` the build left in its tree (libtool's
+    .libs/ first), outside debian/."""
+    found = [p for p in tree.rglob(name)
+             if p.is_file() and "debian" not in p.relative_to(tree).parts[:1]]
+    found.sort(key=lambda p: (".libs" not in p.parts, len(p.parts)))
+    return found[0] if found else None
+
+
+def find_program(tree: Path, binaries: list[str], wanted: list[str]) -> Path | None:
+    """The first of `wanted` (a path relative to the staging directory, or
+    a program name looked up in usr/bin, usr/sbin, bin, sbin, usr/games)
+    that the build staged as a file."""
+    for staged in staging_dirs(tree, binaries):
+        for name in wanted:
+            candidates = ([staged / name] if "/" in name else
+                          [staged / d / name for d in ("usr/bin", "usr/sbin", "bin", "sbin",
+                                                       "usr/games")])
+            for c in candidates:
+                if c.is_file() and not c.is_symlink() and os.access(c, os.X_OK):
+                    return c
+                if c.is_symlink() and c.resolve().is_file():
+                    return c.resolve()
+    return None
+
+
+def runtime_files(program: Path) -> list[tuple[Path, str]]:
+    """For a dynamically linked program: its shared libraries and the
+    dynamic loader, each at the path ldd finds it on this machine (the
+    image puts it at the same path)."""
+    out = run_quiet(["ldd", str(program)], what=f"ldd {program.name}")
+    if "not a dynamic executable" in out or "statically linked" in out:
+        return []
+    files = []
+    for line in out.splitlines():
+        m = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
+        if m:
+            path = Path(m.group(1))
+            files.append((path.resolve(), str(path)))
+    missing = [g for h, g in files if not h.is_file()]
+    if missing:
+        raise UklError(f"{program.name} needs {', '.join(missing)}, not found on this machine")
+    return files
+
+
+def log_path(source: str, mode: str) -> Path:
+    return paths.logs_dir() / f"debian-{source}-{mode}.log"
