@@ -11,7 +11,7 @@ UKL := $(PYTHON) bin/ukl
 # Arguments for the hello program: make run ARGS="one two"
 ARGS ?=
 
-.PHONY: run test unit lint setup kernel toolchain sources clean help
+.PHONY: run test unit lint setup kernel toolchain sources catalog clean help
 
 help:
 	@sed -n '3,5p' Makefile
@@ -38,6 +38,12 @@ lint: setup sources
 
 setup:
 	$(UKL) setup
+
+# The whole Debian catalog (catalog/packages.ini): every package built by
+# Debian's own build, booted on UKL and on stock, and tested; recorded in
+# results/catalog/. make test runs the short version (ukl catalog --small).
+catalog: setup sources kernel toolchain
+	$(UKL) catalog --name catalog
 
 sources:
 	$(UKL) series prepare all

@@ -133,8 +133,13 @@ def _helpers(entry: Entry) -> list[str]:
     return helpers
 
 
+# Terminal colours and cursor moves (jq colours its output on a console).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
 def check_output(entry: Entry, console: str, exit_code: int) -> str:
     """Why the run's output fails the entry's test ("" if it passes)."""
+    console = _ANSI.sub("", console)
     if entry.probe:
         begin = console.find(PROBE_BEGIN)
         end = PROBE_END.search(console, begin if begin >= 0 else 0)
@@ -162,7 +167,7 @@ def boot(entry: Entry, image_name: str, flavour: Flavour) -> Verdict:
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=1, accel="tcg")
     with runargs.initramfs_for_run(img.initramfs, entry.args, []) as initramfs:
         opts.initramfs = initramfs
-        outcome = run.run(opts, log_name=f"catalog-{image_name}", timeout=entry.timeout,
+        outcome = run.run(opts, log_name=image_name, timeout=entry.timeout,
                           echo=False)
     console = outcome.log.read_text(errors="replace")
     if outcome.complaints:

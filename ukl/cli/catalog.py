@@ -27,10 +27,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="record the run in results/NAME/ (catalog.md, catalog.csv, meta.json)")
 
 
+def _record(out: ResultsWriter, rows: list[catalog.Row], planned: int,
+            flavours: list[flavour.Flavour]) -> None:
+    header, body = catalog.rows_table(rows)
+    text = catalog.markdown(rows)
+    if len(rows) < planned:
+        text += f"\n(In progress: {len(rows)} of {planned} packages so far.)\n"
+    out.markdown("catalog.md", text)
+    out.csv("catalog.csv", header, body)
+    out.meta("meta.json", flavours, accel="tcg", packages=[r.entry.name for r in rows])
+
+
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     entries = catalog.select(catalog.load(), list(args.packages), args.small)
     ukl, stock = flavour.get(args.kernel), flavour.get(args.stock)
-    rows = []
+    out = ResultsWriter(args.name, inv.command_line) if args.name else None
+    rows: list[catalog.Row] = []
     for i, entry in enumerate(entries, 1):
         print(f"ukl: catalog {i}/{len(entries)}: {entry.name} ({entry.test})", file=sys.stderr)
         row = catalog.run_entry(entry, ukl, stock)
@@ -39,15 +51,14 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
               f"UKL {catalog.cell(row.ukl)}, stock {catalog.cell(row.stock)}"
               + (f"; {failure}" if failure else ""), file=sys.stderr)
         rows.append(row)
+        if out is not None:
+            # After every package: a long run stopped part way still says
+            # what it found.
+            _record(out, rows, len(entries), [ukl, stock])
     header, body = catalog.rows_table(rows)
     print_table([header[:7]] + [r[:7] for r in body])
     print(catalog.summary(rows))
-    if args.name:
-        out = ResultsWriter(args.name, inv.command_line)
-        out.markdown("catalog.md", catalog.markdown(rows))
-        out.csv("catalog.csv", header, body)
-        out.meta("meta.json", [ukl, stock], accel="tcg",
-                 packages=[r.entry.name for r in rows])
+    if out is not None:
         print(f"ukl: results in {out.dir}", file=sys.stderr)
     ok = all(r.ukl is not None and r.ukl.ok and r.stock is not None and r.stock.ok
              for r in rows)

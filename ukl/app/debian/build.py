@@ -27,11 +27,14 @@ stopped.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
 import shutil
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from ukl.app import unikernel
 from ukl.app.debian import control, libdeps, recipe, rules
@@ -74,7 +77,13 @@ def _compilers(ukl: bool, static: bool = True) -> tuple[str, str]:
         unikernel.ensure_toolchain()
         return str(unikernel.compiler_path(False)), str(unikernel.compiler_path(True))
     if not static:
-        return cached("gcc"), cached("g++")
+        # One word: Debian's rules pass CC on make command lines unquoted
+        # (lz4's dh_auto_build), so "ccache gcc" would split. ccache's
+        # masquerade directory holds compilers of that name.
+        wrapped = [Path("/usr/lib/ccache") / c for c in ("gcc", "g++")]
+        if all(w.is_file() for w in wrapped):
+            return str(wrapped[0]), str(wrapped[1])
+        return "gcc", "g++"
     return cached("gcc -static -pthread"), cached("g++ -static -pthread")
 
 
@@ -177,9 +186,9 @@ def _system(rec: recipe.Recipe, source: Path) -> str:
                               ("configure", "configure.ac", "configure.in")) else "make"
 
 
-# (source package, ukl) -> its build, for this process: a library several
-# packages need is looked at once.
-_BUILT: dict[tuple[str, bool], Built] = {}
+# (source package, ukl, library) -> its build, for this process: a library
+# several packages need is looked at once.
+_BUILT: dict[tuple[str, bool, bool], Built] = {}
 
 
 def _library_deps(ctl: control.Control, chain: tuple[str, ...]) -> tuple[list[Built], list[str]]:
@@ -214,7 +223,10 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...]) -> tuple[list[Bu
 def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
                   chain: tuple[str, ...], library: bool) -> Built:
     ctl = control.read(source)
-    key = (ctl.source, ukl)
+    why = libdeps.unsuitable(ctl)
+    if why:
+        raise UklError(f"{ctl.source} cannot be built as a UKL program: {why}")
+    key = (ctl.source, ukl, library)
     if key in _BUILT and not binary:
         return _BUILT[key]
     deps, without = _library_deps(ctl, (*chain, ctl.source)) if ukl else ([], [])
@@ -228,25 +240,31 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     tree, prefix = work / "tree", work / "install"
     log = _log(rec, ukl)
     # How Debian's build is run (rules.py) is an input too.
-    state = stamp.digest(_state(rec, cc, deps), ctl.version, repr((sysroots, library)),
-                         Path(rules.__file__).read_bytes())
-    if not stamp.current(work / BUILT_STAMP, state):
-        resume = stamp.current(work / STARTED_STAMP, state) and tree.is_dir()
-        if resume:
-            print(f"ukl: {what}: resuming the interrupted build in {tree}", file=sys.stderr)
-        else:
-            (work / BUILT_STAMP).unlink(missing_ok=True)
-            if tree.exists():
-                shutil.rmtree(tree)
-            work.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(source, tree, symlinks=True)
-            log.unlink(missing_ok=True)
-            _apply_patches(rec, tree, ukl)
-            stamp.record(work / STARTED_STAMP, state)
-        rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume, library)
-        if library:
-            rules.install_library(tree, ctl.binaries, prefix)
-        stamp.record(work / BUILT_STAMP, state)
+    state = stamp.digest(_state(rec, cc, deps), ctl.version, repr(sysroots),
+                         str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE,
+                         rules.environment_summary(ukl))
+    work.mkdir(parents=True, exist_ok=True)
+    with _locked(work):
+        if not stamp.current(work / BUILT_STAMP, state):
+            resume = stamp.current(work / STARTED_STAMP, state) and tree.is_dir()
+            if resume:
+                print(f"ukl: {what}: resuming the interrupted build in {tree}", file=sys.stderr)
+            else:
+                (work / BUILT_STAMP).unlink(missing_ok=True)
+                if tree.exists():
+                    shutil.rmtree(tree)
+                work.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(source, tree, symlinks=True)
+                log.unlink(missing_ok=True)
+                _apply_patches(rec, tree, ukl)
+                stamp.record(work / STARTED_STAMP, state)
+            rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume)
+            if ukl:
+                # Any package's libraries may serve another (lz4 is a program
+                # and zstd's library dependency): installed whatever it was
+                # built for.
+                rules.install_library(tree, ctl.binaries, prefix)
+            stamp.record(work / BUILT_STAMP, state)
     program = None
     if not library:
         wanted = [binary or rec.program or ctl.source] + ([] if binary or rec.program
@@ -269,6 +287,15 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     if not binary:
         _BUILT[key] = done
     return done
+
+
+@contextmanager
+def _locked(work: Path) -> Iterator[None]:
+    """One build of a package and mode at a time (two `ukl` commands, or a
+    catalog run beside the tests, may want the same library)."""
+    with (work / ".ukl-lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _find_program(tree: Path, wanted: str | None, package: str) -> Path:

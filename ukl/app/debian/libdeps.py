@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ukl.app.debian import archive
+from ukl.app.debian import archive, control
 
 # Provided by the UKL toolchain (glibc, gcc's runtime, Linux UAPI headers).
 _TOOLCHAIN = re.compile(r"^(libc6?-dev|libc6-dev-.+|linux-libc-dev|libgcc-\d+-dev|libgcc1?-dev"
@@ -78,3 +78,32 @@ def classify(alternatives: list[str]) -> Dependency:
 
 def classify_all(build_depends: list[list[str]]) -> list[Dependency]:
     return [classify(alts) for alts in build_depends]
+
+
+# Build dependencies that say a package is not a C or C++ program ukl-cc
+# can build, and why, in the tool's words.
+_NOT_C = (
+    (("golang-go", "golang-any", "dh-golang", "dh-sequence-golang"),
+     "a Go program: Go's toolchain links its own runtime, and ukl-cc compiles C and C++ only"),
+    (("cargo", "rustc", "dh-cargo", "dh-sequence-cargo"),
+     "a Rust program: ukl-cc compiles C and C++ only"),
+    (("default-jdk", "default-jdk-headless", "javahelper", "maven-debian-helper"),
+     "Java: bytecode for a virtual machine with a JIT, not a program ukl-cc compiles"),
+    (("ghc",), "a Haskell program: ukl-cc compiles C and C++ only"),
+)
+
+
+def unsuitable(ctl: control.Control) -> str | None:
+    """Why `ctl`'s package cannot become a UKL program, or None."""
+    if not ctl.binaries:
+        return ("it builds only architecture-independent packages (Architecture: all): "
+                "there is no C or C++ program to compile")
+    names = {alt for alts in ctl.build_depends for alt in alts[:1]}
+    for deps, why in _NOT_C:
+        if names & set(deps):
+            return why
+    if all(b.startswith("python3-") for b in ctl.binaries) and (
+            names & {"dh-python", "dh-sequence-python3"}):
+        return ("Python extension modules: shared objects the interpreter loads with dlopen, "
+                "which a UKL program (one static object) cannot")
+    return None

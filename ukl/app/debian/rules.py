@@ -36,6 +36,10 @@ from ukl.common.proc import run_logged, run_quiet
 from ukl.toolchain import layout
 from ukl.toolchain.driver import DEPS_SYSROOT_ENV, SHARED_STANDIN_ENV
 
+# Part of every Debian build's state (ukl.app.debian.build): raise it when
+# how Debian's build is run changes what it makes, so builds made the old
+# way are redone.
+ENVIRONMENT_VERSION = 3
 CONFIG_SITE = """\
 # Written by ukl build --debian (ukl/app/debian/rules.py) for UKL builds.
 # Static libraries on: a UKL program links static archives only, and
@@ -93,6 +97,12 @@ def allow_static_archives(tree: Path) -> None:
                            + NOT_INSTALLED_MARK + "\n" + "\n".join(NOT_INSTALLED) + "\n")
 
 
+def environment_summary(ukl: bool) -> str:
+    """What of the build environment is fixed by this module (for the
+    build's state)."""
+    return repr((_build_options(), sorted(control.PROFILES), NOT_INSTALLED, ukl))
+
+
 def install_build_depends(tree: Path, why: str) -> None:
     """Install on the host what dpkg-checkbuilddeps finds missing (tools,
     and the libraries an ordinary build links)."""
@@ -118,11 +128,10 @@ def unmet_build_depends(tree: Path) -> str:
 
 
 def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
-          what: str, resume: bool, library: bool) -> None:
+          what: str, resume: bool) -> None:
     """dpkg-buildpackage for the architecture-dependent packages. `resume`:
     the tree holds an interrupted build of the same state; go on without
-    cleaning (dh's stamps skip the steps already done). `library`: built
-    for its static libraries (a dependency of a UKL program)."""
+    cleaning (dh's stamps skip the steps already done)."""
     work = tree.parent
     for old in work.glob("*.deb"):
         old.unlink()

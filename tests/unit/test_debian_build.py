@@ -1,0 +1,172 @@
+"""Debian's own build for `ukl build --debian` (ukl/app/debian/control.py,
+libdeps.py, rules.py) and the catalog's entries and verdicts
+(ukl/catalog.py): the parts that need no archive, no build and no boot."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ukl import catalog
+from ukl.app.debian import archive, control, libdeps, rules
+from ukl.common.errors import UklError, UsageError
+
+CONTROL = """\
+Source: demo
+Build-Depends: debhelper-compat (= 13), libreadline-dev | libedit-dev,
+ libwin32-dev [mingw32], libonly-linux-dev [linux-any], libnot-amd64-dev [!amd64],
+ check <!nocheck>, docbook-xsl <!nodoc>, libprofile-dev <pkg.demo.extra>,
+Build-Depends-Arch: libarch-dev
+
+Package: demo
+Architecture: any
+Description: x
+
+Package: demo-doc
+Architecture: all
+Description: x
+"""
+
+
+def _source(tmp_path: Path) -> Path:
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "control").write_text(CONTROL)
+    (tmp_path / "debian" / "changelog").write_text(
+        "demo (1.2-3) unstable; urgency=medium\n\n  * x\n\n"
+        " -- A <a@example.org>  Mon, 01 Jan 2024 00:00:00 +0000\n")
+    return tmp_path
+
+
+def test_build_depends_of_an_amd64_build_without_tests_and_docs(tmp_path: Path) -> None:
+    ctl = control.read(_source(tmp_path))
+    assert (ctl.source, ctl.version) == ("demo", "1.2-3")
+    assert ctl.build_depends == [["debhelper-compat"], ["libreadline-dev", "libedit-dev"],
+                                 ["libonly-linux-dev"], ["libarch-dev"]]
+    assert ctl.binaries == ["demo"]
+    assert ctl.all_binaries == ["demo", "demo-doc"]
+
+
+def test_not_a_source_package_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(UklError, match="not an unpacked Debian source package"):
+        control.read(tmp_path)
+
+
+def test_checkbuilddeps_output_becomes_a_relation_field() -> None:
+    text = rules.checkbuilddeps_list("libonig-dev rake ruby-ronn:native debhelper-compat (= 13) "
+                                     "libfoo-dev (>= 1.2) | libbar-dev")
+    assert control.relations(text) == [["libonig-dev"], ["rake"], ["ruby-ronn"],
+                                       ["debhelper-compat"], ["libfoo-dev", "libbar-dev"]]
+
+
+def _fake_archive(monkeypatch: pytest.MonkeyPatch, files: dict[str, list[str]]) -> None:
+    def show(name: str) -> archive.BinaryPackage | None:
+        return archive.BinaryPackage(name, "1", f"src-{name}") if name in files else None
+    monkeypatch.setattr(archive, "show", show)
+    monkeypatch.setattr(archive, "contents", lambda pkg: files[pkg.name])
+
+
+def test_dependencies_sorted_by_what_a_ukl_build_does_with_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_archive(monkeypatch, {
+        "libz-dev": ["usr/include/zlib.h", "usr/lib/x86_64-linux-gnu/libz.a",
+                     "usr/lib/x86_64-linux-gnu/libz.so"],
+        "libonig-dev": ["usr/include/oniguruma.h", "usr/lib/x86_64-linux-gnu/libonig.so"],
+        "bison": ["usr/bin/bison"],
+        "libc6-dev": ["usr/lib/x86_64-linux-gnu/libc.a"],
+    })
+    kinds = {d.name: (d.kind, d.source) for d in libdeps.classify_all(
+        [["libz-dev"], ["libonig-dev"], ["bison"], ["libc6-dev"], ["nowhere-dev", "bison"]])}
+    assert kinds == {"libz-dev": ("library", "src-libz-dev"),
+                     "libonig-dev": ("library", "src-libonig-dev"),
+                     "bison": ("tool", "src-bison"),
+                     "libc6-dev": ("toolchain", "src-libc6-dev")}
+
+
+def test_a_library_install_takes_headers_archives_and_pkgconfig(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    staged = tree / "debian" / "tmp"
+    libdir = staged / "usr/lib/x86_64-linux-gnu"
+    (libdir / "pkgconfig").mkdir(parents=True)
+    (staged / "usr/include").mkdir(parents=True)
+    (staged / "usr/include/onig.h").write_text("")
+    (staged / "usr/bin").mkdir()
+    (staged / "usr/bin/onig-config").write_text("")
+    (libdir / "libonig.so.5").write_text("")
+    (libdir / "pkgconfig/onig.pc").write_text("prefix=/usr\nlibdir=/usr/lib/x86_64-linux-gnu\n"
+                                              "Libs: -L${libdir} -lonig\n")
+    # Debian's rules deleted the archive from debian/tmp; the build made it.
+    (tree / "src/.libs").mkdir(parents=True)
+    (tree / "src/.libs/libonig.a").write_text("archive")
+    dest = tmp_path / "install"
+    assert rules.install_library(tree, ["libonig5"], dest) == [
+        "usr/lib/x86_64-linux-gnu/libonig.a"]
+    assert (dest / "usr/include/onig.h").is_file()
+    assert not (dest / "usr/bin").exists()
+    assert (dest / "usr/lib/x86_64-linux-gnu/libonig.a").read_text() == "archive"
+    pc = (dest / "usr/lib/x86_64-linux-gnu/pkgconfig/onig.pc").read_text()
+    assert f"prefix={dest}/usr\nlibdir={dest}/usr/lib/x86_64-linux-gnu\n" in pc
+
+
+def test_static_archives_are_allowed_once_in_not_installed(tmp_path: Path) -> None:
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "not-installed").write_text("usr/share/doc/x")
+    rules.allow_static_archives(tmp_path)
+    rules.allow_static_archives(tmp_path)
+    text = (tmp_path / "debian" / "not-installed").read_text()
+    assert text.startswith("usr/share/doc/x\n")
+    assert text.count("usr/lib/*/*.a") == 1
+
+
+def test_program_found_in_the_staged_binary_package(tmp_path: Path) -> None:
+    sbin = tmp_path / "debian" / "dnsmasq-base" / "usr" / "sbin"
+    sbin.mkdir(parents=True)
+    (sbin / "dnsmasq").write_text("")
+    (sbin / "dnsmasq").chmod(0o755)
+    assert rules.find_program(tmp_path, ["dnsmasq-base"], ["dnsmasq"]) == sbin / "dnsmasq"
+    assert rules.find_program(tmp_path, ["dnsmasq-base"], ["other"]) is None
+
+
+def test_catalog_lists_twenty_packages_with_a_test_each() -> None:
+    entries = catalog.load()
+    assert len(entries) == 20
+    assert all(e.test and e.expect for e in entries)
+    assert {e.name for e in catalog.select(entries, [], small=True)} <= {e.name for e in entries}
+    with pytest.raises(UsageError, match="not in"):
+        catalog.select(entries, ["no-such"], small=False)
+
+
+def test_catalog_entry_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "c.ini"
+    bad.write_text("[x]\ntest = t\nexpect = (\n")
+    with pytest.raises(UklError, match="not a regular expression"):
+        catalog.load(bad)
+    bad.write_text("[x]\ntest = t\nexpect = y\ncolour = red\n")
+    with pytest.raises(UklError, match="unknown keys: colour"):
+        catalog.load(bad)
+
+
+def test_catalog_verdicts() -> None:
+    cmd = catalog.Entry("jq", "jq", None, "adds", [], r"^6\s*$")
+    assert catalog.check_output(cmd, "boot\n6\nukl-init: exit status 0\n", 0) == ""
+    assert catalog.check_output(cmd, "\x1b[0;39m6\x1b[0m\n", 0) == ""
+    assert "exit status 5" in catalog.check_output(cmd, "6\n", 5)
+    assert "does not match" in catalog.check_output(cmd, "7\n", 0)
+    server = catalog.Entry("redis", "redis", None, "t", [], r"\+OK", probe="nc ...")
+    console = f"x\n{catalog.PROBE_BEGIN}\n+OK\nukl-catalog: probe end, status 0\n"
+    assert catalog.check_output(server, console, 143) == ""
+    assert "did not run to the end" in catalog.check_output(server, "x\n", 0)
+    assert "does not match" in catalog.check_output(
+        server, console.replace("+OK", "-ERR"), 0)
+
+
+@pytest.mark.parametrize("depends,binaries,why", [
+    ([["debhelper-compat"], ["dh-golang"]], ["hugo"], "a Go program"),
+    ([["cargo"]], ["ripgrep"], "a Rust program"),
+    ([["dh-python"], ["python3-all-dev"]], ["python3-yaml"], "Python extension modules"),
+    ([["debhelper-compat"]], [], "architecture-independent"),
+])
+def test_packages_that_are_not_c_programs_are_named(depends: list[list[str]],
+                                                    binaries: list[str], why: str) -> None:
+    ctl = control.Control("x", "1", depends, binaries, binaries)
+    assert why in (libdeps.unsuitable(ctl) or "")
+    assert libdeps.unsuitable(control.Control("x", "1", [["libz-dev"]], ["x"], ["x"])) is None
