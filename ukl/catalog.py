@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ukl import pipeline
 from ukl.app.debian import build as debbuild
+from ukl.app.debian import recipe
 from ukl.common import paths
 from ukl.common.errors import UklError, UsageError
 from ukl.image import runargs
@@ -120,6 +121,8 @@ class Row:
     ukl: Verdict | None = None
     stock: Verdict | None = None
     without: list[str] = field(default_factory=list)
+    # The recipe's [build] settings ("" when Debian's build needs none).
+    recipe: str = ""
     seconds: float = 0.0
 
 
@@ -180,6 +183,8 @@ def boot(entry: Entry, image_name: str, flavour: Flavour) -> Verdict:
 
 def run_entry(entry: Entry, ukl: Flavour, stock: Flavour) -> Row:
     row = Row(entry)
+    settings = recipe.build_settings(recipe.load(entry.package))
+    row.recipe = f"recipes/{entry.package}.ini: {', '.join(settings)}" if settings else "none"
     started = time.monotonic()
     try:
         built = debbuild.build(entry.package, ukl=True, binary=entry.program)
@@ -209,21 +214,23 @@ def first_failure(row: Row) -> tuple[str, str]:
 
 
 def rows_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    header = ["package", "version", "test", "build", "UKL", "stock", "minutes", "built without",
-              "failure", "log"]
+    header = ["package", "version", "test", "build", "UKL", "stock", "minutes", "build recipe",
+              "built without", "failure", "log"]
     out = []
     for r in rows:
         failure, log = first_failure(r)
         out.append([r.entry.name, r.version, r.entry.test, cell(r.build), cell(r.ukl),
-                    cell(r.stock), f"{r.seconds / 60:.1f}", "; ".join(r.without),
+                    cell(r.stock), f"{r.seconds / 60:.1f}", r.recipe, "; ".join(r.without),
                     failure.replace("|", "/"), log])
     return header, out
 
 
 def summary(rows: list[Row]) -> str:
-    passed = sum(1 for r in rows if r.ukl is not None and r.ukl.ok)
+    passed = [r for r in rows if r.ukl is not None and r.ukl.ok]
+    plain = sum(1 for r in passed if r.recipe == "none")
     stock = sum(1 for r in rows if r.stock is not None and r.stock.ok)
-    return (f"{passed} of {len(rows)} packages built and passed their test on UKL; "
+    return (f"{len(passed)} of {len(rows)} packages built and passed their test on UKL, "
+            f"{plain} of them with no build recipe (Debian's own build); "
             f"{stock} of {len(rows)} as ordinary processes on the stock kernel.")
 
 

@@ -142,6 +142,19 @@ def load(package: str, recipes_dir: Path = RECIPES_DIR) -> Recipe:
     )
 
 
+def build_settings(rec: Recipe) -> list[str]:
+    """The [build] keys a recipe sets: what the package needs beyond
+    Debian's own build (a recipe that only says how to run the program
+    has none)."""
+    settings = [f"system = {rec.system}"] if rec.system != "auto" else []
+    for key in ("configure_args", "make_args", "make_first", "tools", "depends", "patches"):
+        if getattr(rec, key):
+            settings.append(key)
+    if rec.program:
+        settings.append("program")
+    return settings
+
+
 def _run_settings(run: Mapping[str, str], path: Path) -> tuple[str | None, str]:
     """[run] user and path, checked."""
     user = run.get("user") or None
