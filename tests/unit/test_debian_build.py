@@ -3,6 +3,7 @@ libdeps.py, rules.py) and the catalog's entries and verdicts
 (ukl/catalog.py): the parts that need no archive, no build and no boot."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from ukl import catalog
 from ukl.app.debian import archive, control, libdeps, rules
 from ukl.common.errors import UklError, UsageError
+from ukl.toolchain import driver
 
 CONTROL = """\
 Source: demo
@@ -170,3 +172,18 @@ def test_packages_that_are_not_c_programs_are_named(depends: list[list[str]],
     ctl = control.Control("x", "1", depends, binaries, binaries)
     assert why in (libdeps.unsuitable(ctl) or "")
     assert libdeps.unsuitable(control.Control("x", "1", [["libz-dev"]], ["x"], ["x"])) is None
+
+
+def test_compiler_names_rules_call_directly_run_ukl_cc(tmp_path: Path) -> None:
+    shims = rules.compiler_shims(tmp_path / "compilers", "/x/ukl-cc", "/x/ukl-c++")
+    assert (shims / "x86_64-linux-gnu-gcc").read_text() == '#!/bin/sh\nexec /x/ukl-cc "$@"\n'
+    assert "exec /x/ukl-c++ " in (shims / "g++").read_text()
+    assert all((shims / n).stat().st_mode & 0o111 for n in ("cc", "gcc", "c++"))
+
+
+def test_ukl_cc_takes_the_shims_out_of_its_own_path(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    monkeypatch.setenv(driver.COMPILER_SHIMS_ENV, str(tmp_path))
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    driver._real_compilers_first()
+    assert os.environ["PATH"] == "/usr/bin:/bin"

@@ -62,6 +62,10 @@ DEPS_SYSROOT_ENV = "UKL_DEPS_SYSROOT"
 # package's own build and packaging run to the end and give its static
 # archive and headers, the parts a UKL program links.
 SHARED_STANDIN_ENV = "UKL_SHARED_STANDIN"
+# Set with them: a directory of compiler names that run ukl-cc (Debian's
+# rules that call x86_64-linux-gnu-gcc directly), first in PATH. The
+# compilers ukl-cc runs must be the real ones: it takes the directory out.
+COMPILER_SHIMS_ENV = "UKL_COMPILER_SHIMS"
 # Host library directories: nothing built there is kernel-model code (see
 # _check_inputs).
 _HOST_LIBRARY_DIRS = (Path("/usr/lib"), Path("/lib"), Path("/usr/local/lib"), Path("/lib64"))
@@ -302,7 +306,18 @@ def standin_soname(args: list[str]) -> str | None:
     return None
 
 
+def _real_compilers_first() -> None:
+    """Drop the compiler shims ($UKL_COMPILER_SHIMS) from PATH, for this
+    process and the compilers it runs (through ccache, which looks gcc up
+    in PATH)."""
+    shims = os.environ.get(COMPILER_SHIMS_ENV)
+    if shims:
+        path = os.environ.get("PATH", "").split(":")
+        os.environ["PATH"] = ":".join(d for d in path if d and Path(d) != Path(shims))
+
+
 def main(cxx: bool, argv: list[str] | None = None) -> int:
+    _real_compilers_first()
     args = list(sys.argv[1:] if argv is None else argv)
     args = [a for a in args if a not in _POSITION_INDEPENDENT]
     name = "ukl-c++" if cxx else "ukl-cc"

@@ -12,7 +12,8 @@ only the compiler changes:
   * for UKL: the dependencies' install trees in $UKL_DEPS_SYSROOT (ukl-cc
     searches them), pkg-config sees only their .pc files, a -shared link
     makes a stand-in (ukl.toolchain.driver), and symbols files are not
-    checked against the stand-ins; a config.site turns static libraries
+    checked against the stand-ins; the compiler names rules call directly
+    (x86_64-linux-gnu-gcc) run ukl-cc too; a config.site turns static libraries
     on, which Debian turns off for some (oniguruma, jq's own libjq), and
     debian/not-installed tells dh_missing about them.
 
@@ -34,12 +35,12 @@ from ukl.common.buildenv import build_env, jobs
 from ukl.common.errors import UklError
 from ukl.common.proc import run_logged, run_quiet
 from ukl.toolchain import layout
-from ukl.toolchain.driver import DEPS_SYSROOT_ENV, SHARED_STANDIN_ENV
+from ukl.toolchain.driver import COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, SHARED_STANDIN_ENV
 
 # Part of every Debian build's state (ukl.app.debian.build): raise it when
 # how Debian's build is run changes what it makes, so builds made the old
 # way are redone.
-ENVIRONMENT_VERSION = 3
+ENVIRONMENT_VERSION = 4
 CONFIG_SITE = """\
 # Written by ukl build --debian (ukl/app/debian/rules.py) for UKL builds.
 # Static libraries on: a UKL program links static archives only, and
@@ -48,6 +49,8 @@ CONFIG_SITE = """\
 # ukl-cc links are stand-ins (it cannot make kernel-model shared objects).
 enable_static=yes
 """
+_CC_NAMES = ("cc", "gcc", "gcc-12", f"{layout.MULTIARCH}-gcc", f"{layout.MULTIARCH}-gcc-12")
+_CXX_NAMES = ("c++", "g++", "g++-12", f"{layout.MULTIARCH}-g++", f"{layout.MULTIARCH}-g++-12")
 NOT_INSTALLED_MARK = "# ukl build --debian: the static libraries its config.site turns on"
 NOT_INSTALLED = ("usr/lib/*/*.a", "usr/lib/*.a")
 # Where Debian's builds stage what they install, below the source tree.
@@ -83,7 +86,23 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path) -> d
     site = work / "config.site"
     site.write_text(CONFIG_SITE)
     env["CONFIG_SITE"] = str(site)
+    shims = compiler_shims(work / "compilers", cc, cxx)
+    env.update(PATH=f"{shims}:{env.get('PATH', os.defpath)}", **{COMPILER_SHIMS_ENV: str(shims)})
     return env
+
+
+def compiler_shims(d: Path, cc: str, cxx: str) -> Path:
+    """A directory of the compiler names Debian's rules call directly
+    (zlib's and zstd's use x86_64-linux-gnu-gcc, not $CC), each running
+    ukl-cc or ukl-c++; it goes first in PATH. ukl-cc takes it out of PATH
+    for the compilers it runs itself."""
+    d.mkdir(parents=True, exist_ok=True)
+    for names, target in ((_CC_NAMES, cc), (_CXX_NAMES, cxx)):
+        for name in names:
+            shim = d / name
+            shim.write_text(f'#!/bin/sh\nexec {target} "$@"\n')
+            shim.chmod(0o755)
+    return d
 
 
 def allow_static_archives(tree: Path) -> None:
