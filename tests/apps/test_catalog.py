@@ -53,22 +53,27 @@ def test_not_a_c_program_is_one_line() -> None:
 
 
 def test_an_interrupted_debian_build_resumes(request) -> None:
+    # figlet: small, and nothing else here builds or links it.
     request.getfixturevalue(fixture_name("ukl"))
-    work = REPO / "build" / "debian" / "lz4" / "ukl"
+    work = REPO / "build" / "debian" / "figlet" / "ukl"
     subprocess.run(["rm", "-rf", str(work)], check=True)
-    proc = subprocess.Popen([str(REPO / "bin" / "ukl"), "build", "--debian", "lz4", "-o",
-                             "t-catalog-lz4"], cwd=REPO, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([str(REPO / "bin" / "ukl"), "build", "--debian", "figlet", "-o",
+                             "t-resume-figlet"], cwd=REPO, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    # Stop it once Debian's build is under way (the tree has dh's first
-    # stamp or objects), well before it can finish.
-    deadline = time.monotonic() + 600
-    while not list((work / "tree").glob("**/*.o")) and time.monotonic() < deadline:
+    # Stop it once Debian's build has started on its copy of the source
+    # (the tool records that before it runs dpkg-buildpackage).
+    deadline = time.monotonic() + 900
+    while not (work / ".ukl-started").is_file() and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
-        time.sleep(0.5)
+        time.sleep(0.2)
     # As Ctrl-C in a terminal: the whole process group.
     os.killpg(proc.pid, signal.SIGINT)
     proc.communicate(timeout=120)
-    res = ukl("build", "--debian", "lz4", "-o", "t-catalog-lz4", timeout=1800)
+    assert proc.returncode != 0
+    res = ukl("build", "--debian", "figlet", "-o", "t-resume-figlet", timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     assert "resuming the interrupted build" in res.stderr, res.stderr
+    # -I1: its version as a number (the image has no fonts).
+    run = ukl("run", "t-resume-figlet", "--timeout", "120", "--", "-I1")
+    assert run.returncode == 0 and "20205" in run.stdout, run.stdout + run.stderr

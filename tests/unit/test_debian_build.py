@@ -39,11 +39,11 @@ def _source(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_build_depends_of_an_amd64_build_without_tests_and_docs(tmp_path: Path) -> None:
+def test_build_depends_of_an_amd64_build_without_tests(tmp_path: Path) -> None:
     ctl = control.read(_source(tmp_path))
     assert (ctl.source, ctl.version) == ("demo", "1.2-3")
     assert ctl.build_depends == [["debhelper-compat"], ["libreadline-dev", "libedit-dev"],
-                                 ["libonly-linux-dev"], ["libarch-dev"]]
+                                 ["libonly-linux-dev"], ["docbook-xsl"], ["libarch-dev"]]
     assert ctl.binaries == ["demo"]
     assert ctl.all_binaries == ["demo", "demo-doc"]
 

@@ -53,6 +53,7 @@ KERNEL_PROVIDED = {
 KERNEL_PROVIDED_PATTERN = re.compile(r"^__(start|stop)_[A-Za-z0-9_]+$")
 
 _COMPILE_ONLY = {"-c", "-S", "-E", "-M", "-MM"}
+_OTHER_ABIS = {"-m32", "-mx32"}
 # Set by `ukl build --debian` for Debian's own builds (ukl.app.debian.rules):
 # the libraries a package depends on, built for UKL and unpacked there
 # (usr/include, usr/lib/x86_64-linux-gnu), searched after the UKL sysroot.
@@ -319,6 +320,12 @@ def _real_compilers_first() -> None:
 def main(cxx: bool, argv: list[str] | None = None) -> int:
     _real_compilers_first()
     args = list(sys.argv[1:] if argv is None else argv)
+    if os.environ.get(SHARED_STANDIN_ENV) == "1" and any(a in _OTHER_ABIS for a in args):
+        # A Debian build's 32-bit or x32 variant (zlib's lib32z1): never
+        # part of a UKL program, which is 64-bit kernel code; the real
+        # compiler builds it as Debian's build expects.
+        gcc = "g++" if cxx else "gcc"
+        os.execvp(gcc, [gcc, *args])
     args = [a for a in args if a not in _POSITION_INDEPENDENT]
     name = "ukl-c++" if cxx else "ukl-cc"
     if "-shared" in args:

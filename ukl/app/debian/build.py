@@ -258,7 +258,15 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
                 log.unlink(missing_ok=True)
                 _apply_patches(rec, tree, ukl)
                 stamp.record(work / STARTED_STAMP, state)
-            rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume)
+            try:
+                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume)
+            except UklError as e:
+                if without:
+                    # What was left out is often why (a configure option
+                    # Debian's rules force on).
+                    raise UklError(f"{e.message} (built without {'; '.join(without)})",
+                                   detail=e.detail) from e
+                raise
             if ukl:
                 # Any package's libraries may serve another (lz4 is a program
                 # and zstd's library dependency): installed whatever it was

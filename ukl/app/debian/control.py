@@ -22,9 +22,10 @@ ARCH = "amd64"
 # Wildcards that match amd64 on Linux (dpkg-architecture's rules, for the
 # one architecture we build).
 _ARCH_MATCHES = {ARCH, "any", "linux-any", "any-amd64", "linux-amd64"}
-# No test suites or documentation: neither ends up in the image, and both
-# pull in build dependencies of their own.
-PROFILES = frozenset({"nocheck", "nodoc"})
+# No test suites: they run programs that are not there at build time, and
+# pull in build dependencies of their own. Documentation is built (nodoc
+# breaks rules that copy a man page after dh_installman, as zstd's do).
+PROFILES = frozenset({"nocheck"})
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ only the compiler changes:
   * CC/CXX are ukl-cc/ukl-c++ (a UKL program) or the host's gcc/g++ (the
     same program as an ordinary process, for the stock kernel);
   * DEB_BUILD_OPTIONS: nocheck (test suites run programs that are not
-    there at build time), nodoc, nostrip (strip would drop the UKL
-    object's symbols), noddebs; profiles nocheck,nodoc;
+    there at build time), nostrip (strip would drop the UKL object's
+    symbols), noddebs; build profile nocheck (not nodoc: rules that copy a
+    man page after dh_installman break, as zstd's do);
   * for UKL: the dependencies' install trees in $UKL_DEPS_SYSROOT (ukl-cc
     searches them), pkg-config sees only their .pc files, a -shared link
     makes a stand-in (ukl.toolchain.driver), and symbols files are not
@@ -40,7 +41,7 @@ from ukl.toolchain.driver import COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, SHARED_ST
 # Part of every Debian build's state (ukl.app.debian.build): raise it when
 # how Debian's build is run changes what it makes, so builds made the old
 # way are redone.
-ENVIRONMENT_VERSION = 4
+ENVIRONMENT_VERSION = 5
 CONFIG_SITE = """\
 # Written by ukl build --debian (ukl/app/debian/rules.py) for UKL builds.
 # Static libraries on: a UKL program links static archives only, and
@@ -59,7 +60,7 @@ _PKGCONFIG_VAR = re.compile(r"^(\w+)=(/usr\b)", re.M)
 
 
 def _build_options() -> str:
-    return f"nocheck nodoc nostrip noddebs parallel={jobs()}"
+    return f"nocheck nostrip noddebs parallel={jobs()}"
 
 
 def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path) -> dict[str, str]:
