@@ -273,6 +273,20 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
                 # built for.
                 rules.install_library(tree, ctl.binaries, prefix)
             stamp.record(work / BUILT_STAMP, state)
+    program, tools = _staged_programs(rec, ctl, tree, binary, library)
+    runtime = tuple(rules.runtime_files(program)) if program and not ukl else ()
+    done = Built(ctl.source, tree, prefix, program, tools,
+                 sysroots=((prefix,) if library else ()) + tuple(sysroots),
+                 without=tuple(without), runtime=runtime, version=ctl.version)
+    if not binary:
+        _BUILT[key] = done
+    return done
+
+
+def _staged_programs(rec: recipe.Recipe, ctl: control.Control, tree: Path,
+                     binary: str | None, library: bool) -> tuple[Path | None, list[Path]]:
+    """The program (None for a library) and the recipe's tools, as the
+    Debian build staged them."""
     program = None
     if not library:
         wanted = [binary or rec.program or ctl.source] + ([] if binary or rec.program
@@ -282,19 +296,13 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
             raise UklError(f"{ctl.source}: its Debian build staged no program named "
                            f"{' or '.join(wanted[:4])}; name it with --binary (a name in "
                            f"usr/bin or usr/sbin, or a path below debian/tmp; see {tree}/debian)")
-    runtime = tuple(rules.runtime_files(program)) if program and not ukl else ()
     tools = []
     for t in rec.tools:
         found = rules.find_program(tree, ctl.binaries, [t])
         if found is None:
             raise UklError(f"{ctl.source}: the build staged no {t} (tools in {rec.source})")
         tools.append(found)
-    done = Built(ctl.source, tree, prefix, program, tools,
-                 sysroots=((prefix,) if library else ()) + tuple(sysroots),
-                 without=tuple(without), runtime=runtime, version=ctl.version)
-    if not binary:
-        _BUILT[key] = done
-    return done
+    return program, tools
 
 
 @contextmanager
