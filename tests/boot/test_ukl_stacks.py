@@ -6,11 +6,12 @@ on the app's own user-half stack; the app's address space the only one)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from tests.boot.test_ukl_boot import CHECKS, _run
-from tests.conftest import GUEST, assert_suite_passed, build_image
+from tests.boot.test_ukl_boot import BOOT_TIMEOUT, CHECKS, _run
+from tests.conftest import GUEST, PROGRAMS, assert_suite_passed, build_image, ukl
 from ukl.matrix import suite_checks
 
 pytestmark = pytest.mark.boot
@@ -31,6 +32,12 @@ def suite_nss_ps(ukl_nss_ps_kernel) -> str:
 @pytest.fixture(scope="module")
 def suite_nss(ukl_nss_kernel) -> str:
     return build_image("t-nss-suite", SUITE, "--kernel", "ukl-nss")
+
+
+@pytest.fixture(scope="module")
+def nss_stack_guard(ukl_nss_kernel: Path) -> str:
+    return build_image("t-nss-stack-guard", str(PROGRAMS / "nss_stack_guard.c"),
+                       "--kernel", "ukl-nss")
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +153,27 @@ def test_nss_app_killed_by_a_signal_reports_it(suite_nss: str) -> None:
     assert "Attempted to kill init! exitcode=0x0000000b" in out, out
     assert "Oops" not in out, out
     assert rc == 139, out
+
+
+# tests/programs/nss_stack_guard.c: what another thread (or the caller) tries
+# on the stack a read() sleeps on.
+NSS_STACK_OPS = ["munmap", "mprotect", "madvise", "mremap", "mmap", "brk", "self", "race"]
+
+
+@pytest.mark.parametrize("smp", [1, 2])
+def test_nss_no_thread_takes_a_stack_from_under_a_call(nss_stack_guard: str, smp: int) -> None:
+    # A thread sleeps in read() on a pipe; another unmaps, protects,
+    # discards (madvise, process_madvise), moves (mremap) or maps over its
+    # stack, or shrinks the heap it is in; a thread does the same to the
+    # stack under its own call. Each must fail with EBUSY while the same
+    # change to the bottom of that stack works; the read must then return
+    # what was written with the reader's frame intact; exit with a reader
+    # still blocked must be clean. Before kernel 0035 the first change took
+    # the read's frames away: an oops when the write woke it.
+    res = ukl("run", nss_stack_guard, "--smp", str(smp), "--timeout", BOOT_TIMEOUT)
+    out = res.stdout + res.stderr
+    for op in NSS_STACK_OPS:
+        assert f"nss_stack_guard: ok {op}\n" in out, f"{op} did not pass:\n{out}"
+    assert "nss_stack_guard: 0 failure(s)" in out, out
+    assert re.search(r"UKL: UKL_NSS: change of \[0x[0-9a-f]+, 0x[0-9a-f]+\) refused", out), out
+    assert res.returncode == 0, out
