@@ -8,7 +8,8 @@
  *   --bypass   run the checks with UKL_BYP system call bypass on (<ukl.h>)
  *
  * The checks of options (pf-df, nss-*, nss-ps-*) run only when named: they
- * pass only on kernels with that option.
+ * pass only on kernels with that option. So do the checks that print what
+ * a test judges from outside (hw-breakpoint, irq-storm, thunks).
  *
  * ukl_suite --overflow recurses until its stack runs out: with UKL_NSS_PS it
  * must die of SIGSEGV on its fixed-size stack while the kernel goes on.
@@ -1571,6 +1572,65 @@ static const char *check_irq_storm(void)
 	return NULL;
 }
 
+/*
+ * The speculation thunks of application code (ukl-cc compiles returns and
+ * indirect branches through the kernel's thunks; the kernel link makes each
+ * site what the kernel makes of its own: ukl/kbuild/thunks.py). Print the
+ * first bytes of a function that returns and of one that calls through a
+ * pointer, as the kernel left them, for the test to disassemble; both must
+ * still work.
+ */
+__attribute__((noinline)) static int thunk_return(int x)
+{
+	return x + 1;
+}
+
+static int (*volatile thunk_pointer)(int) = thunk_return;
+
+__attribute__((noinline)) static int thunk_call(int x)
+{
+	return thunk_pointer(x) + 1;
+}
+
+static void print_code(const char *name, const void *fn)
+{
+	const unsigned char *p = fn;
+
+	printf("ukl_suite: code %s %p", name, fn);
+	for (int i = 0; i < 32; i++)
+		printf(" %02x", p[i]);
+	printf("\n");
+}
+
+/* What the kernel chose, as "vuln NAME: STATUS" (as tests/programs/cpu_vulns.c). */
+static void print_vulnerability(const char *name)
+{
+	char path[128], line[256] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/vulnerabilities/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		printf("vuln %s: %s\n", name, line);
+	}
+	fclose(f);
+}
+
+static const char *check_thunks(void)
+{
+	if (thunk_call(40) != 42)
+		return "a call through a function pointer returned a wrong value";
+	print_code("thunk_return", thunk_return);
+	print_code("thunk_call", thunk_call);
+	print_vulnerability("spectre_v2");
+	print_vulnerability("retbleed");
+	print_vulnerability("spec_rstack_overflow");
+	return NULL;
+}
+
 struct check {
 	const char *name;
 	const char *(*run)(void);
@@ -1601,6 +1661,7 @@ static const struct check checks[] = {
 	{ "nss-alone", check_nss_alone, 1 },
 	{ "hw-breakpoint", check_hw_breakpoint, 1 },
 	{ "irq-storm", check_irq_storm, 1 },
+	{ "thunks", check_thunks, 1 },
 };
 
 static int wanted(const struct check *c, int argc, char **argv, int first)

@@ -143,4 +143,31 @@ ukl_vdso_time:
 	.cfi_endproc
 	.size	ukl_vdso_clock_gettime, .-ukl_vdso_clock_gettime
 
+	/*
+	 * The kernel's speculation thunks, which application code branches
+	 * through (ukl-cc's -mindirect-branch=thunk-extern and
+	 * -mfunction-return=thunk-extern): on the host, the plain branches.
+	 * The kernel link makes each site what the kernel makes of its own
+	 * (ukl/kbuild/thunks.py).
+	 */
+	.globl	__x86_return_thunk
+	.type	__x86_return_thunk, @function
+__x86_return_thunk:
+	ret
+	int3
+	.size	__x86_return_thunk, .-__x86_return_thunk
+
+	.macro	INDIRECT_THUNK reg
+	.globl	__x86_indirect_thunk_\reg
+	.type	__x86_indirect_thunk_\reg, @function
+__x86_indirect_thunk_\reg:
+	jmp	*%\reg
+	int3
+	.size	__x86_indirect_thunk_\reg, .-__x86_indirect_thunk_\reg
+	.endm
+
+	.irp	reg, rax, rcx, rdx, rbx, rbp, rsi, rdi, r8, r9, r10, r11, r12, r13, r14, r15
+	INDIRECT_THUNK \reg
+	.endr
+
 	.section .note.GNU-stack, "", @progbits

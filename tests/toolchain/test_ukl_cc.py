@@ -194,6 +194,22 @@ def test_large_frames_are_probed_page_by_page(tmp_path: Path) -> None:
     assert re.search(r"orq\s+\$0, \(%rsp\)", res.stdout), res.stdout
 
 
+def test_returns_and_indirect_branches_go_through_the_kernels_thunks(tmp_path: Path) -> None:
+    # The kernel link makes each of these what the kernel makes of its own
+    # (ukl/kbuild/thunks.py); a project's own speculation options cannot
+    # turn them off, nor -fcf-protection, which gcc refuses beside them.
+    src = tmp_path / "branches.c"
+    src.write_text("int (*fp)(int);\n"
+                   "int call_it(int x) { return fp(x) + 1; }\n")
+    res = subprocess.run([UKL_CC, "-O2", "-fcf-protection", "-mindirect-branch=keep",
+                          "-mfunction-return=keep", "-S", "-o", "-", str(src)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"call\s+__x86_indirect_thunk_rax", res.stdout), res.stdout
+    assert re.search(r"jmp\s+__x86_return_thunk\n", res.stdout), res.stdout
+    assert "endbr64" not in res.stdout
+
+
 @pytest.mark.parametrize("library", ["libc.a", "libstdc++.a", "libgcc.a"])
 def test_libraries_are_built_with_stack_clash_protection(library: str) -> None:
     # What the application links is held to the same rule: the compiler

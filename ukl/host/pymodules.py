@@ -41,6 +41,8 @@ MODULES = (
            "the PostgreSQL tests are clients from the host"),
     Module("debian", "python3-debian", "python-debian",
            "`ukl build --debian` reads source packages' debian/control and changelog"),
+    Module("elftools", "python3-pyelftools", "pyelftools",
+           "finds the application's speculation thunk sites for the kernel link"),
 )
 
 

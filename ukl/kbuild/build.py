@@ -14,7 +14,7 @@ from ukl.common import paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
 from ukl.common.errors import UklError
 from ukl.common.proc import StepCounter, run_logged
-from ukl.kbuild import kconfig, objtool, seed
+from ukl.kbuild import kconfig, objtool, seed, thunks
 from ukl.kbuild.flavour import Flavour
 from ukl.sources import debian, series
 
@@ -104,7 +104,9 @@ def build(flavour: Flavour, ukl_app: Path | None = None, build_as: str | None = 
         configure(tree, flavour, out)
         targets = ["vmlinux"]
         if ukl_app is not None:
-            targets.append(f"UKL_APP={ukl_app.resolve()}")
+            # The application's speculation thunks as this kernel has them.
+            app = thunks.for_kernel(ukl_app, out / ".config", out / "ukl-app.o")
+            targets.append(f"UKL_APP={app.resolve()}")
         counter = StepCounter.remembered(_KBUILD_STEP, out, _DEFAULT_STEPS)
         log_path = paths.logs_dir() / f"kernel-{flavour.name}.log"
         run_logged(make_command(tree, out, *targets), label=f"kernel {flavour.name}",

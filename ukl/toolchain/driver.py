@@ -50,7 +50,9 @@ KERNEL_PROVIDED = {
 # ld defines __start_SEC/__stop_SEC for sections glibc collects
 # (__libc_atexit, __libc_IO_vtables, ...); in the kernel link the UKL
 # linker script does.
-KERNEL_PROVIDED_PATTERN = re.compile(r"^__(start|stop)_[A-Za-z0-9_]+$")
+# The kernel's speculation thunks (layout.SPECULATION_CFLAGS) cross too.
+KERNEL_PROVIDED_PATTERN = re.compile(r"^(__(start|stop)_[A-Za-z0-9_]+"
+                                     r"|__x86_return_thunk|__x86_indirect_thunk_[a-z0-9]+)$")
 
 _COMPILE_ONLY = {"-c", "-S", "-E", "-M", "-MM"}
 _OTHER_ABIS = {"-m32", "-mx32"}
@@ -75,6 +77,11 @@ _SONAME = re.compile(r"^-Wl,(?:-soname|-h)[,=](.+)$")
 # is one static object: projects that ask for PIC (for a static library they
 # could also make shared, like hiredis) get ordinary kernel-model code.
 _POSITION_INDEPENDENT = {"-fPIC", "-fpic", "-fPIE", "-fpie", "-pie"}
+# A project's own speculation options would undo layout.SPECULATION_CFLAGS
+# (-mindirect-branch=keep), or conflict with them: gcc refuses
+# -fcf-protection with -mindirect-branch. The kernel's choice wins.
+_SPECULATION_PREFIXES = ("-mindirect-branch", "-mfunction-return", "-mharden-sls",
+                         "-fcf-protection")
 _QUERY_PREFIXES = ("-print-", "-dump", "--version", "-v", "--help", "-###")
 
 
@@ -103,7 +110,7 @@ def compile_flags(cxx: bool) -> list[str]:
     flags = ["-nostdinc"]
     for inc in includes:
         flags += ["-isystem", inc]
-    return flags + layout.KERNEL_CFLAGS
+    return flags + layout.KERNEL_CFLAGS + layout.SPECULATION_CFLAGS
 
 
 def _library_dirs() -> list[str]:
@@ -326,7 +333,8 @@ def main(cxx: bool, argv: list[str] | None = None) -> int:
         # compiler builds it as Debian's build expects.
         gcc = "g++" if cxx else "gcc"
         os.execvp(gcc, [gcc, *args])
-    args = [a for a in args if a not in _POSITION_INDEPENDENT]
+    args = [a for a in args
+            if a not in _POSITION_INDEPENDENT and not a.startswith(_SPECULATION_PREFIXES)]
     name = "ukl-c++" if cxx else "ukl-cc"
     if "-shared" in args:
         if os.environ.get(SHARED_STANDIN_ENV) == "1" and is_link(args):

@@ -23,6 +23,12 @@ UKL_LIBDIR = "usr/lib/ukl"
 # into what lies below it.
 KERNEL_CFLAGS = ["-mcmodel=kernel", "-mno-red-zone", "-fno-pic", "-fno-pie",
                  "-fstack-clash-protection"]
+# Application code is compiled as a kernel with the CPU mitigations
+# compiles itself: indirect branches and returns through the kernel's
+# thunks, an INT3 after each (straight-line speculation). The kernel link
+# makes each site what that kernel makes of its own (ukl.kbuild.thunks).
+SPECULATION_CFLAGS = ["-mindirect-branch=thunk-extern", "-mindirect-branch-register",
+                      "-mfunction-return=thunk-extern", "-mharden-sls=all"]
 
 
 def sysroot() -> Path:

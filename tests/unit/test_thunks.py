@@ -1,0 +1,117 @@
+"""ukl.kbuild.thunks: the application's speculation thunk sites, rewritten
+for a kernel without thunks and listed for one with them."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ukl.common.errors import UklError
+from ukl.kbuild import thunks
+from ukl.toolchain import layout
+
+SOURCE = r"""
+int (*fp)(int);
+__attribute__((noinline)) int probe(int x) { return x + 1; }
+int call_it(int x) { return fp(x) + 2; }
+int tail_call(int x) { return fp(x); }
+int cond(int x) { if (x) return fp(x); return 3; }
+"""
+LAB = "CONFIG_SMP=y\n"
+DEPLOYED = "CONFIG_RETPOLINE=y\nCONFIG_RETHUNK=y\nCONFIG_OBJTOOL=y\n"
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Path:
+    src = tmp_path / "app.c"
+    src.write_text(SOURCE)
+    obj = tmp_path / "app.o"
+    subprocess.run(["gcc", "-O2", *layout.KERNEL_CFLAGS, *layout.SPECULATION_CFLAGS,
+                    "-c", str(src), "-o", str(obj)], check=True)
+    return obj
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    cfg = tmp_path / f"config-{len(text)}"
+    cfg.write_text(text)
+    return cfg
+
+
+def _disassembly(obj: Path) -> str:
+    return subprocess.run(["objdump", "-dr", str(obj)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_every_return_and_indirect_branch_is_found(app: Path) -> None:
+    sites = thunks.find_sites(app)
+    returns = [s for s in sites if s.register is None]
+    indirect = [s for s in sites if s.register is not None]
+    # probe, call_it and cond return once each; call_it calls, tail_call
+    # and cond jump through fp.
+    assert len(returns) == 3
+    assert sorted((s.opcode, s.register) for s in indirect) == \
+        [(thunks.CALL, "rax"), (thunks.JMP, "rax"), (thunks.JMP, "rax")]
+
+
+def test_without_thunks_each_site_becomes_the_plain_branch(app: Path, tmp_path: Path) -> None:
+    out = thunks.for_kernel(app, _config(tmp_path, LAB), tmp_path / "lab.o")
+    text = _disassembly(out)
+    assert "__x86_" not in text
+    assert thunks.find_sites(out) == []
+    # The call keeps its return address: the NOPs come first.
+    assert re.search(r"nopl\s+\(%rax\)\n.*\n?\s+\S+:\s+ff d0\s+call\s+\*%rax", text), text
+    assert len(re.findall(r"\tret\s*\n", text)) == 3
+    assert len(re.findall(r"jmp\s+\*%rax", text)) == 2
+
+
+def test_with_thunks_the_sites_join_the_kernels_tables(app: Path, tmp_path: Path) -> None:
+    out = thunks.for_kernel(app, _config(tmp_path, DEPLOYED), tmp_path / "deployed.o")
+    # The branches stay as they are, for the kernel to patch at boot.
+    assert len(thunks.find_sites(out)) == 6
+    relocs = subprocess.run(["objdump", "-r", "-j", ".return_sites", "-j", ".retpoline_sites",
+                             str(out)], capture_output=True, text=True, check=True).stdout
+    tables = relocs.split("RELOCATION RECORDS FOR ")
+    listed = {t.split("]")[0].strip("["): re.findall(r"R_X86_64_PC32\s+(\S+)", t)
+              for t in tables[1:]}
+    sites = thunks.find_sites(app)
+    expected = {
+        ".retpoline_sites": sorted(f"__ukl_thunk_sites_0+0x{s.offset:016x}"
+                                   for s in sites if s.register),
+        ".return_sites": sorted(f"__ukl_thunk_sites_0+0x{s.offset:016x}"
+                                for s in sites if s.register is None),
+    }
+    assert {k: sorted(v) for k, v in listed.items()} == expected
+
+
+def test_an_unchanged_application_is_not_rewritten(app: Path, tmp_path: Path) -> None:
+    cfg = _config(tmp_path, LAB)
+    out = thunks.for_kernel(app, cfg, tmp_path / "lab.o")
+    before = out.stat().st_mtime_ns
+    thunks.for_kernel(app, cfg, out)
+    assert out.stat().st_mtime_ns == before
+
+
+def test_a_thunk_address_taken_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "bad.c"
+    src.write_text("extern char __x86_return_thunk[];\n"
+                   "void *where(void) { return __x86_return_thunk; }\n")
+    obj = tmp_path / "bad.o"
+    subprocess.run(["gcc", "-O2", *layout.KERNEL_CFLAGS, "-c", str(src), "-o", str(obj)],
+                   check=True)
+    with pytest.raises(UklError, match="not a branch"):
+        thunks.find_sites(obj)
+
+
+@pytest.mark.parametrize("register,expected", [
+    ("rax", "0f1f00ffd0"), ("r11", "669041ffd3")])
+def test_plain_call_encodings(register: str, expected: str) -> None:
+    site = thunks.Site(".text", 1, 0, thunks.CALL, register, 0)
+    assert thunks.plain_bytes(site).hex() == expected
+
+
+def test_plain_conditional_jump_skips_the_indirect_jump() -> None:
+    # jne thunk_r9 (0f 85) -> je +4; jmp *%r9; int3
+    site = thunks.Site(".text", 1, 0, 0x85, "r9", 0)
+    assert thunks.plain_bytes(site).hex() == "740441ffe1cc"

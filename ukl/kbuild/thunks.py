@@ -1,0 +1,231 @@
+"""The application's speculation thunks, made what the kernel it joins
+makes of its own.
+
+`ukl-cc` compiles application code as a kernel with the CPU mitigations
+compiles itself (ukl.toolchain.layout.SPECULATION_CFLAGS): every indirect
+call or jump goes through `__x86_indirect_thunk_REG`, every return through
+`__x86_return_thunk`. A kernel with CONFIG_RETPOLINE and CONFIG_RETHUNK
+rewrites its own such sites at boot, for the CPU it runs on, from the
+tables objtool writes (`.retpoline_sites`, `.return_sites`): a retpoline,
+`lfence; jmp *%reg` or a plain `call *%reg`; the SRSO or retbleed return
+thunk or a plain `ret`. objtool never sees the application, so here, for
+one kernel's link:
+
+* with the thunks in the kernel, the application's sites join those
+  tables (an added object of `.long site - .` entries) and the kernel
+  patches them as its own;
+* without (the lab kernels have no thunks), each site is rewritten in the
+  object to what the kernel makes of it on a CPU that needs no
+  mitigation: `call *%reg`, `jmp *%reg`, `ret`.
+
+Hand-written assembly keeps its plain `ret` and indirect branches, as
+objtool would complain of in the kernel; so do the C and C++ runtime
+libraries, built before this existed.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+
+from ukl.common.errors import UklError
+
+RETURN_THUNK = "__x86_return_thunk"
+INDIRECT_THUNK = re.compile(r"^__x86_indirect_thunk_(r[a-d]x|r[sd]i|rbp|r(?:8|9|1[0-5]))$")
+REGISTERS = ["rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+             "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"]
+R_X86_64_NONE, R_X86_64_PC32, R_X86_64_PLT32 = 0, 2, 4
+SHF_EXECINSTR = 0x4
+CALL, JMP, JCC_PREFIX = 0xE8, 0xE9, 0x0F
+INT3, RET = 0xCC, 0xC3
+# Multi-byte NOPs that pad a call *%reg to the length of the call it
+# replaces, in front of it: the return address stays where it was.
+NOPS = {2: bytes([0x66, 0x90]), 3: bytes([0x0F, 0x1F, 0x00])}
+# CONFIG_ options that say the kernel has the thunks and patches sites.
+RETPOLINE_OPTION = "CONFIG_RETPOLINE"
+RETHUNK_OPTION = "CONFIG_RETHUNK"
+OBJTOOL_OPTION = "CONFIG_OBJTOOL"
+
+
+@dataclass(frozen=True)
+class Site:
+    """A branch to a thunk: `section` (the executable section's name and
+    index), `offset` of the instruction in it, its `opcode` (CALL, JMP or
+    a Jcc's second byte), `register` (None: the return thunk), and where
+    its relocation entry lies in the file (`rela_entry`)."""
+    section: str
+    index: int
+    offset: int
+    opcode: int
+    register: str | None
+    rela_entry: int
+
+    @property
+    def length(self) -> int:
+        return 6 if 0x80 <= self.opcode <= 0x8F else 5
+
+
+def find_sites(obj: Path) -> list[Site]:
+    """Every branch to a speculation thunk in a relocatable object."""
+    sites = []
+    with obj.open("rb") as f:
+        elf = ELFFile(f)
+        symtab = elf.get_section_by_name(".symtab")
+        for rela in elf.iter_sections():
+            if not isinstance(rela, RelocationSection) or not rela.is_RELA():
+                continue
+            target_index = rela["sh_info"]
+            target = elf.get_section(target_index)
+            if not target["sh_flags"] & SHF_EXECINSTR or target["sh_type"] == "SHT_NOBITS":
+                continue
+            data = target.data()
+            for i, reloc in enumerate(rela.iter_relocations()):
+                name = symtab.get_symbol(reloc["r_info_sym"]).name
+                if not is_thunk(name):
+                    continue
+                where = f"{obj.name}: {target.name}+{reloc['r_offset']:#x}"
+                if reloc["r_info_type"] not in (R_X86_64_PC32, R_X86_64_PLT32) \
+                        or reloc["r_addend"] != -4:
+                    raise UklError(f"{where}: a reference to a speculation thunk that is "
+                                   "not a branch")
+                start, opcode = _branch(data, reloc["r_offset"], thunk_register(name), where)
+                sites.append(Site(target.name, target_index, start, opcode,
+                                  thunk_register(name),
+                                  rela["sh_offset"] + i * rela["sh_entsize"]))
+    return sites
+
+
+def is_thunk(name: str) -> bool:
+    return name == RETURN_THUNK or INDIRECT_THUNK.match(name) is not None
+
+
+def thunk_register(name: str) -> str | None:
+    """The register of an indirect-branch thunk; None for the return thunk."""
+    m = INDIRECT_THUNK.match(name)
+    return m.group(1) if m else None
+
+
+def _branch(data: bytes, offset: int, register: str | None, where: str) -> tuple[int, int]:
+    """Where the branch whose rel32 is at `offset` starts, and its opcode
+    (a Jcc's second byte). The kernel patches calls, jumps and (for the
+    indirect-branch thunks) conditional jumps; so is anything else refused."""
+    if register is not None and offset >= 2 and data[offset - 2] == JCC_PREFIX \
+            and 0x80 <= data[offset - 1] <= 0x8F:
+        return offset - 2, data[offset - 1]
+    if offset >= 1 and (data[offset - 1] == JMP or
+                        (data[offset - 1] == CALL and register is not None)):
+        return offset - 1, data[offset - 1]
+    raise UklError(f"{where}: a branch to a speculation thunk of an unknown form")
+
+
+def plain_bytes(site: Site) -> bytes:
+    """What the site becomes without the thunk: the kernel's choice on a
+    CPU that needs no mitigation (arch/x86/kernel/alternative.c)."""
+    if site.register is None:
+        return bytes([RET] + [INT3] * 4)
+    n = REGISTERS.index(site.register)
+    rex = bytes([0x41]) if n >= 8 else b""
+    if site.opcode == CALL:
+        call = rex + bytes([0xFF, 0xD0 | (n & 7)])
+        return NOPS[5 - len(call)] + call
+    jump = rex + bytes([0xFF, 0xE0 | (n & 7)])
+    if site.opcode == JMP:
+        return jump + bytes([INT3] * (5 - len(jump)))
+    # Jcc: the opposite condition jumps over `jmp *%reg` to the next
+    # instruction.
+    skip = 4
+    opposite = bytes([0x70 | ((site.opcode & 0xF) ^ 1), skip])
+    return opposite + jump + bytes([INT3] * (skip - len(jump)))
+
+
+def kernel_patches(config: Path) -> tuple[bool, bool]:
+    """Whether the kernel configured in `config` (.config) has, and patches
+    at boot, (indirect-branch thunks, return thunks)."""
+    text = config.read_text()
+
+    def on(option: str) -> bool:
+        return re.search(rf"^{option}=y$", text, re.M) is not None
+    objtool = on(OBJTOOL_OPTION)
+    return on(RETPOLINE_OPTION) and objtool, on(RETHUNK_OPTION) and objtool
+
+
+def for_kernel(app: Path, config: Path, out: Path) -> Path:
+    """The application object `app` made for the kernel configured in
+    `config`, written to `out` (rewritten only when it changes, so that an
+    unchanged application does not relink the kernel)."""
+    with tempfile.TemporaryDirectory(prefix="ukl-thunks-") as tmpdir:
+        tmp = Path(tmpdir) / out.name
+        sites = find_sites(app)
+        indirect, returns = kernel_patches(config)
+        patched = [s for s in sites if (returns if s.register is None else indirect)]
+        shutil.copyfile(app, tmp)
+        _rewrite_plain(tmp, [s for s in sites if s not in patched])
+        if patched:
+            _add_site_tables(tmp, patched, tmp)
+        if not out.is_file() or out.read_bytes() != tmp.read_bytes():
+            shutil.copyfile(tmp, out)
+    return out
+
+
+def _rewrite_plain(obj: Path, sites: list[Site]) -> None:
+    """Rewrite every site in place and drop its relocation (R_X86_64_NONE)."""
+    with obj.open("r+b") as f:
+        elf = ELFFile(f)
+        offsets = {s.index: elf.get_section(s.index)["sh_offset"] for s in sites}
+        for site in sites:
+            f.seek(offsets[site.index] + site.offset)
+            code = plain_bytes(site)
+            assert len(code) == site.length
+            f.write(code)
+            # r_info is the second 8-byte word of an Elf64_Rela: symbol << 32 | type.
+            f.seek(site.rela_entry + 8)
+            f.write(struct.pack("<Q", R_X86_64_NONE))
+
+
+def _add_site_tables(app: Path, sites: list[Site], out: Path) -> None:
+    """`ld -r` the application with an object of `.retpoline_sites` and
+    `.return_sites` entries, each `.long site - .` as objtool writes them,
+    relative to a global symbol added at the start of each site's section."""
+    work = out.parent
+    names = sorted({s.section for s in sites})
+    _check_unique(app, names)
+    base = {name: f"__ukl_thunk_sites_{i}" for i, name in enumerate(names)}
+    marked = work / "marked.o"
+    args = ["objcopy"]
+    for name in names:
+        args += ["--add-symbol", f"{base[name]}={name}:0,global"]
+    _run([*args, str(app), str(marked)], "marking the sections with thunk sites")
+    lines = []
+    for table, returns in ((".retpoline_sites", False), (".return_sites", True)):
+        lines.append(f'\t.section {table}, "a"\n\t.balign 4\n')
+        lines += [f"\t.long {base[s.section]} + {s.offset:#x} - .\n"
+                  for s in sites if (s.register is None) == returns]
+    source = work / "sites.s"
+    source.write_text("".join(lines))
+    tables = work / "sites.o"
+    _run(["as", "--64", "-o", str(tables), str(source)], "assembling the thunk site tables")
+    _run(["ld", "-r", "-o", str(out), str(marked), str(tables)],
+         "linking the thunk site tables to the application")
+
+
+def _check_unique(obj: Path, names: list[str]) -> None:
+    """A symbol is added to a section by name: each must name one."""
+    with obj.open("rb") as f:
+        seen = [sec.name for sec in ELFFile(f).iter_sections()]
+    twice = [n for n in names if seen.count(n) > 1]
+    if twice:
+        raise UklError(f"{obj.name}: more than one section is named {twice[0]}; "
+                       "its speculation thunk sites cannot be listed for the kernel")
+
+
+def _run(cmd: list[str], what: str) -> None:
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise UklError(f"{what} failed: {res.stderr.strip() or res.stdout.strip()}")
