@@ -1628,6 +1628,7 @@ static const char *check_thunks(void)
 	print_vulnerability("spectre_v2");
 	print_vulnerability("retbleed");
 	print_vulnerability("spec_rstack_overflow");
+	print_vulnerability("indirect_target_selection");
 	return NULL;
 }
 

@@ -60,9 +60,12 @@ def test_an_interrupted_debian_build_resumes(request) -> None:
     subprocess.run(["rm", "-rf", str(work)], check=True)
     # Debian installs it as figlet-figlet (figlet is an alternative).
     build = ["build", "--debian", "figlet", "--binary", "figlet-figlet", "-o", "t-resume-figlet"]
+    # SIGINT as a terminal has it: a test run started in the background
+    # by a non-interactive shell inherits it ignored.
     proc = subprocess.Popen([str(REPO / "bin" / "ukl"), *build], cwd=REPO, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # Stop it once Debian's build has started on its copy of the source
     # (the tool records that before it runs dpkg-buildpackage).
     deadline = time.monotonic() + 900

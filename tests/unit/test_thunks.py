@@ -70,6 +70,11 @@ def test_with_thunks_the_sites_join_the_kernels_tables(app: Path, tmp_path: Path
     out = thunks.for_kernel(app, _config(tmp_path, DEPLOYED), tmp_path / "deployed.o")
     # The branches stay as they are, for the kernel to patch at boot.
     assert len(thunks.find_sites(out)) == 6
+    # The symbols the tables are relative to are local, with no size.
+    nm = subprocess.run(["nm", "-S", str(out)], capture_output=True, text=True,
+                        check=True).stdout
+    bases = [line.split() for line in nm.splitlines() if thunks.SITE_BASE in line]
+    assert bases and all(b[1] == "t" and len(b) == 3 for b in bases), nm
     relocs = subprocess.run(["objdump", "-r", "-j", ".return_sites", "-j", ".retpoline_sites",
                              str(out)], capture_output=True, text=True, check=True).stdout
     tables = relocs.split("RELOCATION RECORDS FOR ")
@@ -77,9 +82,9 @@ def test_with_thunks_the_sites_join_the_kernels_tables(app: Path, tmp_path: Path
               for t in tables[1:]}
     sites = thunks.find_sites(app)
     expected = {
-        ".retpoline_sites": sorted(f"__ukl_thunk_sites_0+0x{s.offset:016x}"
+        ".retpoline_sites": sorted(f"{thunks.SITE_BASE}0+0x{s.offset:016x}"
                                    for s in sites if s.register),
-        ".return_sites": sorted(f"__ukl_thunk_sites_0+0x{s.offset:016x}"
+        ".return_sites": sorted(f"{thunks.SITE_BASE}0+0x{s.offset:016x}"
                                 for s in sites if s.register is None),
     }
     assert {k: sorted(v) for k, v in listed.items()} == expected
@@ -104,6 +109,29 @@ def test_a_thunk_address_taken_is_refused(tmp_path: Path) -> None:
         thunks.find_sites(obj)
 
 
+def _decode(code: bytes, tmp_path: Path) -> list[str]:
+    raw = tmp_path / "code.bin"
+    raw.write_bytes(code)
+    dump = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64", str(raw)],
+                          capture_output=True, text=True, check=True).stdout
+    return [m.group(1).split()[0] + " " + " ".join(m.group(1).split()[1:])
+            for m in re.finditer(r"^\s*[0-9a-f]+:\t(?:[0-9a-f]{2} )+\s*\t(.+)$", dump, re.M)]
+
+
+@pytest.mark.parametrize("length", [5, 6])
+@pytest.mark.parametrize("register", [r for r in thunks.REGISTERS if r != "rsp"])
+def test_plain_branches_decode_as_the_indirect_branch(register: str, length: int,
+                                                      tmp_path: Path) -> None:
+    call = _decode(thunks.plain_bytes(thunks.Site(".text", 1, 0, thunks.CALL, register, 0,
+                                                  length)), tmp_path)
+    # NOPs first (objdump shows 66 90 as xchg %ax,%ax), then the call.
+    nops = ("nop", "xchg %ax,%ax")
+    assert call[-1] == f"call *%{register}" and all(i.startswith(nops) for i in call[:-1])
+    jump = _decode(thunks.plain_bytes(thunks.Site(".text", 1, 0, thunks.JMP, register, 0,
+                                                  length)), tmp_path)
+    assert jump[0] == f"jmp *%{register}" and all(i == "int3 " for i in jump[1:]), jump
+
+
 @pytest.mark.parametrize("register,expected", [
     ("rax", "0f1f00ffd0"), ("r11", "669041ffd3")])
 def test_plain_call_encodings(register: str, expected: str) -> None:
@@ -113,5 +141,18 @@ def test_plain_call_encodings(register: str, expected: str) -> None:
 
 def test_plain_conditional_jump_skips_the_indirect_jump() -> None:
     # jne thunk_r9 (0f 85) -> je +4; jmp *%r9; int3
-    site = thunks.Site(".text", 1, 0, 0x85, "r9", 0)
+    site = thunks.Site(".text", 1, 0, 0x85, "r9", 0, 6)
     assert thunks.plain_bytes(site).hex() == "740441ffe1cc"
+
+
+def test_a_cs_prefixed_call_is_one_site(tmp_path: Path) -> None:
+    # -mindirect-branch-cs-prefix: `cs call __x86_indirect_thunk_r11` is
+    # one 6-byte site, the prefix included, as objtool lists it.
+    src = tmp_path / "cs.s"
+    src.write_text("\t.text\nf:\n\tnop\n\t.byte 0x2e\n\tcall __x86_indirect_thunk_r11\n\tret\n")
+    obj = tmp_path / "cs.o"
+    subprocess.run(["as", "--64", "-o", str(obj), str(src)], check=True)
+    [site] = thunks.find_sites(obj)
+    assert (site.offset, site.length, site.register) == (1, 6, "r11")
+    out = thunks.for_kernel(obj, _config(tmp_path, LAB), tmp_path / "lab.o")
+    assert re.search(r"4:\s+41 ff d3\s+call\s+\*%r11\n\s+7:\s+c3\s+ret", _disassembly(out))

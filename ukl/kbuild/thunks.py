@@ -43,33 +43,34 @@ REGISTERS = ["rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
              "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"]
 R_X86_64_NONE, R_X86_64_PC32, R_X86_64_PLT32 = 0, 2, 4
 SHF_EXECINSTR = 0x4
-CALL, JMP, JCC_PREFIX = 0xE8, 0xE9, 0x0F
+CALL, JMP, JCC_PREFIX, CS_PREFIX = 0xE8, 0xE9, 0x0F, 0x2E
 INT3, RET = 0xCC, 0xC3
 # Multi-byte NOPs that pad a call *%reg to the length of the call it
 # replaces, in front of it: the return address stays where it was.
-NOPS = {2: bytes([0x66, 0x90]), 3: bytes([0x0F, 0x1F, 0x00])}
+NOPS = {2: bytes([0x66, 0x90]), 3: bytes([0x0F, 0x1F, 0x00]),
+        4: bytes([0x0F, 0x1F, 0x40, 0x00])}
 # CONFIG_ options that say the kernel has the thunks and patches sites.
 RETPOLINE_OPTION = "CONFIG_RETPOLINE"
 RETHUNK_OPTION = "CONFIG_RETHUNK"
 OBJTOOL_OPTION = "CONFIG_OBJTOOL"
+# Symbols at the start of each section with sites, for the tables.
+SITE_BASE = "__x86_ukl_thunk_sites_"
 
 
 @dataclass(frozen=True)
 class Site:
     """A branch to a thunk: `section` (the executable section's name and
     index), `offset` of the instruction in it, its `opcode` (CALL, JMP or
-    a Jcc's second byte), `register` (None: the return thunk), and where
-    its relocation entry lies in the file (`rela_entry`)."""
+    a Jcc's second byte), `register` (None: the return thunk), where its
+    relocation entry lies in the file (`rela_entry`), and its `length`
+    (6 for a Jcc, or a call or jump with a CS prefix)."""
     section: str
     index: int
     offset: int
     opcode: int
     register: str | None
     rela_entry: int
-
-    @property
-    def length(self) -> int:
-        return 6 if 0x80 <= self.opcode <= 0x8F else 5
+    length: int = 5
 
 
 def find_sites(obj: Path) -> list[Site]:
@@ -77,10 +78,10 @@ def find_sites(obj: Path) -> list[Site]:
     sites = []
     with obj.open("rb") as f:
         elf = ELFFile(f)
-        symtab = elf.get_section_by_name(".symtab")
         for rela in elf.iter_sections():
             if not isinstance(rela, RelocationSection) or not rela.is_RELA():
                 continue
+            symtab = elf.get_section(rela["sh_link"])
             target_index = rela["sh_info"]
             target = elf.get_section(target_index)
             if not target["sh_flags"] & SHF_EXECINSTR or target["sh_type"] == "SHT_NOBITS":
@@ -95,10 +96,12 @@ def find_sites(obj: Path) -> list[Site]:
                         or reloc["r_addend"] != -4:
                     raise UklError(f"{where}: a reference to a speculation thunk that is "
                                    "not a branch")
-                start, opcode = _branch(data, reloc["r_offset"], thunk_register(name), where)
+                offset = reloc["r_offset"]
+                start, opcode = _branch(data, offset, thunk_register(name), where)
                 sites.append(Site(target.name, target_index, start, opcode,
                                   thunk_register(name),
-                                  rela["sh_offset"] + i * rela["sh_entsize"]))
+                                  rela["sh_offset"] + i * rela["sh_entsize"],
+                                  offset + 4 - start))
     return sites
 
 
@@ -121,7 +124,10 @@ def _branch(data: bytes, offset: int, register: str | None, where: str) -> tuple
         return offset - 2, data[offset - 1]
     if offset >= 1 and (data[offset - 1] == JMP or
                         (data[offset - 1] == CALL and register is not None)):
-        return offset - 1, data[offset - 1]
+        # -mindirect-branch-cs-prefix: a CS prefix gives the kernel room
+        # to put an LFENCE in front of `call *%r8`..`%r15`.
+        prefixed = register is not None and offset >= 2 and data[offset - 2] == CS_PREFIX
+        return offset - (2 if prefixed else 1), data[offset - 1]
     raise UklError(f"{where}: a branch to a speculation thunk of an unknown form")
 
 
@@ -129,18 +135,18 @@ def plain_bytes(site: Site) -> bytes:
     """What the site becomes without the thunk: the kernel's choice on a
     CPU that needs no mitigation (arch/x86/kernel/alternative.c)."""
     if site.register is None:
-        return bytes([RET] + [INT3] * 4)
+        return bytes([RET] + [INT3] * (site.length - 1))
     n = REGISTERS.index(site.register)
     rex = bytes([0x41]) if n >= 8 else b""
     if site.opcode == CALL:
         call = rex + bytes([0xFF, 0xD0 | (n & 7)])
-        return NOPS[5 - len(call)] + call
+        return NOPS[site.length - len(call)] + call
     jump = rex + bytes([0xFF, 0xE0 | (n & 7)])
     if site.opcode == JMP:
-        return jump + bytes([INT3] * (5 - len(jump)))
+        return jump + bytes([INT3] * (site.length - len(jump)))
     # Jcc: the opposite condition jumps over `jmp *%reg` to the next
     # instruction.
-    skip = 4
+    skip = site.length - 2
     opposite = bytes([0x70 | ((site.opcode & 0xF) ^ 1), skip])
     return opposite + jump + bytes([INT3] * (skip - len(jump)))
 
@@ -164,9 +170,12 @@ def for_kernel(app: Path, config: Path, out: Path) -> Path:
         tmp = Path(tmpdir) / out.name
         sites = find_sites(app)
         indirect, returns = kernel_patches(config)
-        patched = [s for s in sites if (returns if s.register is None else indirect)]
+        patched: list[Site] = []
+        plain: list[Site] = []
+        for site in sites:
+            (patched if (returns if site.register is None else indirect) else plain).append(site)
         shutil.copyfile(app, tmp)
-        _rewrite_plain(tmp, [s for s in sites if s not in patched])
+        _rewrite_plain(tmp, plain)
         if patched:
             _add_site_tables(tmp, patched, tmp)
         if not out.is_file() or out.read_bytes() != tmp.read_bytes():
@@ -182,7 +191,9 @@ def _rewrite_plain(obj: Path, sites: list[Site]) -> None:
         for site in sites:
             f.seek(offsets[site.index] + site.offset)
             code = plain_bytes(site)
-            assert len(code) == site.length
+            if len(code) != site.length:
+                raise UklError(f"{obj.name}: {site.section}+{site.offset:#x}: the plain "
+                               f"branch takes {len(code)} bytes, the site {site.length}")
             f.write(code)
             # r_info is the second 8-byte word of an Elf64_Rela: symbol << 32 | type.
             f.seek(site.rela_entry + 8)
@@ -196,7 +207,10 @@ def _add_site_tables(app: Path, sites: list[Site], out: Path) -> None:
     work = out.parent
     names = sorted({s.section for s in sites})
     _check_unique(app, names)
-    base = {name: f"__ukl_thunk_sites_{i}" for i, name in enumerate(names)}
+    # Outside the application's symbol prefix (ukl.toolchain.driver's
+    # SYMBOL_PREFIX), so no application symbol can collide; local once
+    # linked, and without a size, so no symbolizer names a function by it.
+    base = {name: f"{SITE_BASE}{i}" for i, name in enumerate(names)}
     marked = work / "marked.o"
     args = ["objcopy"]
     for name in names:
@@ -207,12 +221,16 @@ def _add_site_tables(app: Path, sites: list[Site], out: Path) -> None:
         lines.append(f'\t.section {table}, "a"\n\t.balign 4\n')
         lines += [f"\t.long {base[s.section]} + {s.offset:#x} - .\n"
                   for s in sites if (s.register is None) == returns]
+    lines.append('\t.section .note.GNU-stack, "", @progbits\n')
     source = work / "sites.s"
     source.write_text("".join(lines))
     tables = work / "sites.o"
     _run(["as", "--64", "-o", str(tables), str(source)], "assembling the thunk site tables")
-    _run(["ld", "-r", "-o", str(out), str(marked), str(tables)],
+    linked = work / "linked.o"
+    _run(["ld", "-r", "-o", str(linked), str(marked), str(tables)],
          "linking the thunk site tables to the application")
+    _run(["objcopy", *[f"--localize-symbol={b}" for b in base.values()], str(linked), str(out)],
+         "making the thunk site symbols local")
 
 
 def _check_unique(obj: Path, names: list[str]) -> None:

@@ -27,8 +27,11 @@ KERNEL_CFLAGS = ["-mcmodel=kernel", "-mno-red-zone", "-fno-pic", "-fno-pie",
 # compiles itself: indirect branches and returns through the kernel's
 # thunks, an INT3 after each (straight-line speculation). The kernel link
 # makes each site what that kernel makes of its own (ukl.kbuild.thunks).
+# As arch/x86/Makefile's, but for -fno-jump-tables, which the kernel takes
+# for speed only: a jump table's dispatch goes through a thunk too.
 SPECULATION_CFLAGS = ["-mindirect-branch=thunk-extern", "-mindirect-branch-register",
-                      "-mfunction-return=thunk-extern", "-mharden-sls=all"]
+                      "-mindirect-branch-cs-prefix", "-mfunction-return=thunk-extern",
+                      "-mharden-sls=all", "-fcf-protection=none"]
 
 
 def sysroot() -> Path:
