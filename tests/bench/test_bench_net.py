@@ -51,8 +51,9 @@ def test_quick_sweep_on_stock_and_ukl_ret_byp(tmp_path: Path, stock_kernel,
 
     # With the client in the guest nothing outside it takes part: under
     # icount a second run counts the same instructions, but for a few
-    # (17 and 673 of 33.65 million seen: the guest kernel's own randomness,
-    # such as ephemeral ports and TCP's initial sequence numbers). From the
+    # (17 and 673 of 33.65 million seen, and 10,443 of 75.5 million for
+    # UDP: the guest kernel's own randomness, such as ephemeral ports, TCP's
+    # initial sequence numbers and hash seeds). From the
     # host, where the host's timing decides how many timer ticks the
     # waiting guest runs, they move by up to a third (UDP): not asserted.
     again = ukl("bench-net", "--quick", "--configs", "stock", "--clients", "guest",
@@ -60,4 +61,4 @@ def test_quick_sweep_on_stock_and_ukl_ret_byp(tmp_path: Path, stock_kernel,
     assert again.returncode == 0, again.stdout + again.stderr
     for key, r in _rows(tmp_path / "q2" / "net.csv").items():
         first = int(rows[key]["guest_insns"])
-        assert abs(int(r["guest_insns"]) - first) <= first * 1e-4, (key, r, rows[key])
+        assert abs(int(r["guest_insns"]) - first) <= first * 1e-3, (key, r, rows[key])

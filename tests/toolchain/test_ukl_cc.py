@@ -197,7 +197,7 @@ def test_large_frames_are_probed_page_by_page(tmp_path: Path) -> None:
 def test_returns_and_indirect_branches_go_through_the_kernels_thunks(tmp_path: Path) -> None:
     # The kernel link makes each of these what the kernel makes of its own
     # (ukl/kbuild/thunks.py); a project's own speculation options cannot
-    # turn them off, nor -fcf-protection, which gcc refuses beside them.
+    # turn them off, and -fcf-protection gives way to the kernel's none.
     src = tmp_path / "branches.c"
     src.write_text("int (*fp)(int);\n"
                    "int call_it(int x) { return fp(x) + 1; }\n")

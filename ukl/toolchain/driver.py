@@ -78,8 +78,10 @@ _SONAME = re.compile(r"^-Wl,(?:-soname|-h)[,=](.+)$")
 # could also make shared, like hiredis) get ordinary kernel-model code.
 _POSITION_INDEPENDENT = {"-fPIC", "-fpic", "-fPIE", "-fpie", "-pie"}
 # A project's own speculation options would undo layout.SPECULATION_CFLAGS
-# (-mindirect-branch=keep), or conflict with them: gcc refuses
-# -fcf-protection with -mindirect-branch. The kernel's choice wins.
+# (-mindirect-branch=keep), and gcc refuses -fcf-protection beside
+# -mindirect-branch=thunk or thunk-inline. UKL kernels have no IBT, so
+# -fcf-protection's ENDBR64 and NOTRACK would only cost: the kernel's
+# choice, -fcf-protection=none, wins.
 _SPECULATION_PREFIXES = ("-mindirect-branch", "-mfunction-return", "-mharden-sls",
                          "-fcf-protection")
 _QUERY_PREFIXES = ("-print-", "-dump", "--version", "-v", "--help", "-###")
