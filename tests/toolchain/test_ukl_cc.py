@@ -210,6 +210,28 @@ def test_returns_and_indirect_branches_go_through_the_kernels_thunks(tmp_path: P
     assert "endbr64" not in res.stdout
 
 
+def test_stack_protected_code_runs_on_the_host(tmp_path: Path) -> None:
+    # Debian's flags carry -fstack-protector-strong; a build tool compiled
+    # with them and run on the host (ncurses' make_hash) crashed reading
+    # the kernel code model's canary at %gs:40. It comes from the C
+    # library's TLS instead, and a smashed canary is still caught.
+    src = tmp_path / "guarded.c"
+    src.write_text("#include <string.h>\n"
+                   "static int fill(const char *s, int n)\n"
+                   "{ char buf[8]; memset(buf, 'x', n); return buf[0] + (s != 0); }\n"
+                   "int main(int argc, char **argv)\n"
+                   "{ return fill(argv[0], argc > 1 ? 64 : 8) == 'x' + 1 ? 0 : 1; }\n")
+    exe = tmp_path / "guarded"
+    res = _build(UKL_CC, src, exe, "-fstack-protector-all")
+    assert res.returncode == 0, res.stderr
+    disassembly = subprocess.run(["objdump", "-d", str(exe)], capture_output=True, text=True,
+                                 check=True).stdout
+    assert "%fs:0x28" in disassembly and "%gs:0x28" not in disassembly
+    assert subprocess.run([str(exe)]).returncode == 0
+    smashed = subprocess.run([str(exe), "smash"], capture_output=True, text=True)
+    assert smashed.returncode == -6 and "stack smashing detected" in smashed.stderr, smashed
+
+
 @pytest.mark.parametrize("library", ["libc.a", "libstdc++.a", "libgcc.a"])
 def test_libraries_are_built_with_stack_clash_protection(library: str) -> None:
     # What the application links is held to the same rule: the compiler

@@ -102,6 +102,21 @@ def deps_sysroots() -> list[Path]:
     return [Path(d) for d in os.environ.get(DEPS_SYSROOT_ENV, "").split(":") if d]
 
 
+# A stack protector's canary (-fstack-protector-strong, in Debian's
+# default flags): with -mcmodel=kernel gcc reads it from %gs:40, which is
+# nothing on the host (a configure probe or a build tool run there
+# crashes) and the kernel's own canary at CPL0. The C library's, in the
+# thread's TLS at %fs:40, serves both.
+STACK_PROTECTOR_GUARD = ["-mstack-protector-guard=tls", "-mstack-protector-guard-reg=fs",
+                         "-mstack-protector-guard-offset=40"]
+
+
+def code_generation_flags() -> list[str]:
+    """What every UKL compile adds to generate code for the kernel: part of
+    the state of a build made with ukl-cc, so that changing it redoes it."""
+    return layout.KERNEL_CFLAGS + layout.SPECULATION_CFLAGS + STACK_PROTECTOR_GUARD
+
+
 def compile_flags(cxx: bool) -> list[str]:
     """Flags for every compile: UKL headers only (and the dependencies'),
     kernel code generation."""
@@ -112,7 +127,7 @@ def compile_flags(cxx: bool) -> list[str]:
     flags = ["-nostdinc"]
     for inc in includes:
         flags += ["-isystem", inc]
-    return flags + layout.KERNEL_CFLAGS + layout.SPECULATION_CFLAGS
+    return flags + code_generation_flags()
 
 
 def _library_dirs() -> list[str]:

@@ -43,6 +43,7 @@ from ukl.common import paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
 from ukl.common.errors import UklError
 from ukl.common.proc import run_logged
+from ukl.toolchain import driver
 
 BUILT_STAMP = ".ukl-built"
 STARTED_STAMP = ".ukl-started"
@@ -115,11 +116,12 @@ def _environment(cc: str, cxx: str, deps: list[Built]) -> dict[str, str]:
 
 def _state(rec: recipe.Recipe, cc: str, deps: list[Built]) -> str:
     # How the program is run and the image's other files do not change what
-    # is built; our patches' contents do.
+    # is built; our patches' contents do, and so does what ukl-cc adds.
     patches = [p.read_bytes() for p in rec.patches]
+    flags = driver.code_generation_flags() if cc == str(unikernel.compiler_path(False)) else []
     text = repr((dataclasses.replace(rec, args=[], user=None, path="", files=[],
                                      prepare=None), patches, cc,
-                 [(d.package, d.prefix) for d in deps]))
+                 [(d.package, d.prefix) for d in deps], flags))
     return stamp.digest(text)
 
 
