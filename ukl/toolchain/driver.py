@@ -77,6 +77,11 @@ _SONAME = re.compile(r"^-Wl,(?:-soname|-h)[,=](.+)$")
 # is one static object: projects that ask for PIC (for a static library they
 # could also make shared, like hiredis) get ordinary kernel-model code.
 _POSITION_INDEPENDENT = {"-fPIC", "-fpic", "-fPIE", "-fpie", "-pie"}
+# -fno-plt calls through the GOT: with the speculation thunks gcc makes
+# that `push mem; jmp __x86_indirect_thunk`, a thunk the kernel does not
+# have (-mindirect-branch-register notwithstanding). A static link has no
+# PLT anyway (libxcrypt asks for it).
+_NO_PLT = "-fno-plt"
 # A project's own speculation options would undo layout.SPECULATION_CFLAGS
 # (-mindirect-branch=keep), and gcc refuses -fcf-protection beside
 # -mindirect-branch=thunk or thunk-inline. UKL kernels have no IBT, so
@@ -350,8 +355,8 @@ def main(cxx: bool, argv: list[str] | None = None) -> int:
         # compiler builds it as Debian's build expects.
         gcc = "g++" if cxx else "gcc"
         os.execvp(gcc, [gcc, *args])
-    args = [a for a in args
-            if a not in _POSITION_INDEPENDENT and not a.startswith(_SPECULATION_PREFIXES)]
+    args = [a for a in args if a not in _POSITION_INDEPENDENT and a != _NO_PLT
+            and not a.startswith(_SPECULATION_PREFIXES)]
     name = "ukl-c++" if cxx else "ukl-cc"
     if "-shared" in args:
         if os.environ.get(SHARED_STANDIN_ENV) == "1" and is_link(args):
