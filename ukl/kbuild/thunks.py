@@ -27,7 +27,6 @@ from __future__ import annotations
 import re
 import shutil
 import struct
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 
 from ukl.common.errors import UklError
+from ukl.common.proc import run_quiet
 
 RETURN_THUNK = "__x86_return_thunk"
 INDIRECT_THUNK = re.compile(r"^__x86_indirect_thunk_(r[a-d]x|r[sd]i|rbp|r(?:8|9|1[0-5]))$")
@@ -215,7 +215,7 @@ def _add_site_tables(app: Path, sites: list[Site], out: Path) -> None:
     args = ["objcopy"]
     for name in names:
         args += ["--add-symbol", f"{base[name]}={name}:0,global"]
-    _run([*args, str(app), str(marked)], "marking the sections with thunk sites")
+    run_quiet([*args, str(app), str(marked)], what="marking the sections with thunk sites")
     lines = []
     for table, returns in ((".retpoline_sites", False), (".return_sites", True)):
         lines.append(f'\t.section {table}, "a"\n\t.balign 4\n')
@@ -225,12 +225,13 @@ def _add_site_tables(app: Path, sites: list[Site], out: Path) -> None:
     source = work / "sites.s"
     source.write_text("".join(lines))
     tables = work / "sites.o"
-    _run(["as", "--64", "-o", str(tables), str(source)], "assembling the thunk site tables")
+    run_quiet(["as", "--64", "-o", str(tables), str(source)],
+              what="assembling the thunk site tables")
     linked = work / "linked.o"
-    _run(["ld", "-r", "-o", str(linked), str(marked), str(tables)],
-         "linking the thunk site tables to the application")
-    _run(["objcopy", *[f"--localize-symbol={b}" for b in base.values()], str(linked), str(out)],
-         "making the thunk site symbols local")
+    run_quiet(["ld", "-r", "-o", str(linked), str(marked), str(tables)],
+              what="linking the thunk site tables to the application")
+    run_quiet(["objcopy", *[f"--localize-symbol={b}" for b in base.values()], str(linked),
+               str(out)], what="making the thunk site symbols local")
 
 
 def _check_unique(obj: Path, names: list[str]) -> None:
@@ -241,9 +242,3 @@ def _check_unique(obj: Path, names: list[str]) -> None:
     if twice:
         raise UklError(f"{obj.name}: more than one section is named {twice[0]}; "
                        "its speculation thunk sites cannot be listed for the kernel")
-
-
-def _run(cmd: list[str], what: str) -> None:
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise UklError(f"{what} failed: {res.stderr.strip() or res.stdout.strip()}")
