@@ -170,4 +170,17 @@ __x86_indirect_thunk_\reg:
 	INDIRECT_THUNK \reg
 	.endr
 
+	/*
+	 * A return to an address in a register (the unwinder's
+	 * __builtin_eh_return: pop %rcx; jmp __x86_return_thunk_rcx) is a
+	 * jump through it; the kernel link makes it one through the kernel's
+	 * __x86_indirect_thunk_rcx.
+	 */
+	.globl	__x86_return_thunk_rcx
+	.type	__x86_return_thunk_rcx, @function
+__x86_return_thunk_rcx:
+	jmp	*%rcx
+	int3
+	.size	__x86_return_thunk_rcx, .-__x86_return_thunk_rcx
+
 	.section .note.GNU-stack, "", @progbits

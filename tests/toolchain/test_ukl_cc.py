@@ -247,3 +247,54 @@ def test_libraries_are_built_with_stack_clash_protection(library: str) -> None:
     data = path.read_bytes()
     assert b"-mcmodel=kernel" in data, f"{path}: no recorded compile options"
     assert b"-fstack-clash-protection" in data, path
+
+
+# A branch the CPU may speculate through: a return, or an indirect call or
+# jump (with or without a prefix), not a direct call of a thunk.
+_PLAIN_BRANCH = re.compile(r"^\s+[0-9a-f]+:\s+(?:(?:rep[nz]*|notrack|bnd|cs|ds)\s+)*"
+                           r"(?:l?retq?\b|(?:call|jmp)q?\s+\*)", re.MULTILINE)
+_MEMBER = re.compile(r"^(\S+):\s+file format \S+$", re.MULTILINE)
+
+
+def _disassembly(archive: Path) -> list[tuple[str, str]]:
+    """(member, its code) for each member of an archive, in order."""
+    code = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", str(archive)],
+                          capture_output=True, text=True, check=True).stdout
+    parts = _MEMBER.split(code)
+    return list(zip(parts[1::2], parts[2::2]))
+
+
+def _producers(archive: Path) -> list[str]:
+    """The compiler that made each member, in order ("" when none says)."""
+    info = subprocess.run(["readelf", "--debug-dump=info", str(archive)], capture_output=True,
+                          text=True, check=True).stdout
+    dumps = re.split(r"^File: \S+\(\S+\)$", info, flags=re.MULTILINE)[1:]
+    return [m.group(1) if (m := re.search(r"DW_AT_producer\s*:.*?:\s*(GNU \S+)", d)) else ""
+            for d in dumps]
+
+
+@pytest.mark.parametrize("library", ["libc.a", "libm.a", "libstdc++.a", "libsupc++.a",
+                                     "libgcc.a", "libgcc_eh.a"])
+def test_runtime_libraries_branch_only_through_the_kernels_thunks(library: str) -> None:
+    # The C library, libgcc and libstdc++ join the application in the
+    # kernel, so their code is held to the application's rule: compiled
+    # code by its flags, glibc's hand-written assembly by its own patch
+    # (libc/patches: `ret` is a macro there).
+    path = next(p for p in (layout.libdir() / library, layout.ukl_libdir() / library)
+                if p.is_file())
+    members = _disassembly(path)
+    assert any(made_by.startswith("GNU C") for made_by in _producers(path)), \
+        f"{path}: no member says it was compiled from C or C++"
+    plain = {name: found for name, code in members if (found := _PLAIN_BRANCH.findall(code))}
+    assert not plain, f"{path}: plain branches"
+    assert any("__x86_return_thunk" in code for _, code in members), path
+
+
+@pytest.mark.parametrize("crt", ["crt1.o", "crti.o", "crtn.o", "crtbeginT.o", "crtend.o"])
+def test_crt_files_branch_only_through_the_kernels_thunks(crt: str) -> None:
+    # crtbeginT.o has no debug information to say how it was compiled;
+    # crt1.o, crti.o and crtn.o are assembly.
+    path = next(p for p in (layout.libdir() / crt, layout.ukl_libdir() / crt) if p.is_file())
+    code = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", str(path)],
+                          capture_output=True, text=True, check=True).stdout
+    assert not _PLAIN_BRANCH.search(code), code

@@ -70,3 +70,38 @@ def test_a_failing_libgcc_never_leaves_libstdcxx_waiting(tmp_path: Path,
     with pytest.raises(UklError):
         gcc_runtime.build_libgcc(tmp_path, "headers", configured)
     assert configured.is_set()
+
+
+def test_the_thunks_reach_make_and_never_configure(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """libgcc's and libstdc++'s configure link test programs, which could not
+    resolve a thunk; their compiles get the kernel's speculation flags."""
+    import threading
+    steps: dict[str, list[str]] = {}
+
+    def step(label: str, cmd: list[str], *args: object, **kwargs: object) -> None:
+        steps[label] = cmd
+
+    for name, value in {"_step": step, "_start_stage": lambda *a: True,
+                        "_state": lambda *a: "state", "_host_gcc_objdir": lambda *a: None,
+                        "_compile_env": lambda *a: {}, "_configure_env": lambda: {}}.items():
+        monkeypatch.setattr(gcc_runtime, name, value)
+    monkeypatch.setattr(gcc_runtime.shutil, "copy2", lambda *a: None)
+    monkeypatch.setattr(gcc_runtime.shutil, "copytree", lambda *a: None)
+    monkeypatch.setattr(gcc_runtime.stamp, "record", lambda *a: None)
+    monkeypatch.setattr(gcc_runtime.layout, "sysroot", lambda: tmp_path / "sysroot")
+    configured = threading.Event()
+    gcc_runtime.build_libgcc(tmp_path, "headers", configured)
+    gcc_runtime.build_libstdcxx(tmp_path, "headers", "symbols", configured)
+    thunks = "-mfunction-return=thunk-extern"
+    for label, cmd in steps.items():
+        joined = " ".join(cmd)
+        if label.startswith("configure"):
+            assert thunks not in joined, label
+        elif label != "strip unused objects":
+            assert thunks in joined, label
+    # A command-line CXXFLAGS_FOR_TARGET replaces the top level's own
+    # -D_GNU_SOURCE, without which libstdc++ does not compile.
+    cxx = next(a for a in steps["libstdc++"] if a.startswith("CXXFLAGS_FOR_TARGET="))
+    assert "-D_GNU_SOURCE" in cxx.split()
+    assert {"libgcc", "libstdc++", "install libstdc++"} <= steps.keys()

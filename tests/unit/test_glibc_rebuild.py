@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from ukl.toolchain import glibc
+import pytest
+
+from ukl.toolchain import glibc, layout
 
 
 def _git(tree: Path, *args: str) -> None:
@@ -61,3 +63,24 @@ def test_new_configuration_forgets_the_objects(tmp_path: Path) -> None:
     (out / ".ukl-configure-digest").write_text("cflags-2")
     assert glibc._forget_objects_if_tree_changed(tree, out)
     assert not obj.exists()
+
+
+def test_new_configparms_forgets_the_objects(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # The speculation flags are given in configparms, which no rule
+    # depends on either: a change there must compile everything again.
+    tree, out = _setup(tmp_path)
+    obj = _built(tree, out)
+    monkeypatch.setattr(glibc, "CONFIGPARMS", glibc.CONFIGPARMS + "CFLAGS += -O3\n")
+    assert glibc._forget_objects_if_tree_changed(tree, out)
+    assert not obj.exists()
+
+
+def test_configparms_gives_the_thunks_to_make_only(tmp_path: Path) -> None:
+    glibc._write_configparms(tmp_path)
+    parms = (tmp_path / "configparms").read_text()
+    assert f"CFLAGS += {' '.join(layout.SPECULATION_CFLAGS)}\n" in parms
+    assert "build-programs = no\n" in parms
+    # configure is given the kernel code model, never the thunks, which a
+    # test program it links could not resolve.
+    assert not any(f in glibc.CFLAGS for f in layout.SPECULATION_CFLAGS)

@@ -156,3 +156,35 @@ def test_a_cs_prefixed_call_is_one_site(tmp_path: Path) -> None:
     assert (site.offset, site.length, site.register) == (1, 6, "r11")
     out = thunks.for_kernel(obj, _config(tmp_path, LAB), tmp_path / "lab.o")
     assert re.search(r"4:\s+41 ff d3\s+call\s+\*%r11\n\s+7:\s+c3\s+ret", _disassembly(out))
+
+
+def test_a_byte_0x2e_before_a_low_register_call_is_not_a_prefix(tmp_path: Path) -> None:
+    # gcc puts the CS prefix only before %r8..%r15; before `call
+    # __x86_indirect_thunk_rax`, 0x2e ends the instruction in front
+    # (here `lea 0x2e(%rsp),%rdi`), which a 6-byte site would overwrite.
+    src = tmp_path / "lea.s"
+    src.write_text("\t.text\nf:\n\tlea 0x2e(%rsp), %rdi\n\tcall __x86_indirect_thunk_rax\n\tret\n")
+    obj = tmp_path / "lea.o"
+    subprocess.run(["as", "--64", "-o", str(obj), str(src)], check=True)
+    [site] = thunks.find_sites(obj)
+    assert (site.offset, site.length) == (5, 5)
+    out = thunks.for_kernel(obj, _config(tmp_path, LAB), tmp_path / "lab.o")
+    assert re.search(r"lea\s+0x2e\(%rsp\),%rdi\n.*call\s+\*%rax", _disassembly(out), re.S)
+
+
+def test_a_return_through_a_register_jumps_through_the_kernels_thunk(tmp_path: Path) -> None:
+    # The unwinder's __builtin_eh_return: `pop %rcx; jmp
+    # __x86_return_thunk_rcx`, a thunk only gcc knows; the kernel has the
+    # same jump as __x86_indirect_thunk_rcx, which the object may already
+    # reference too.
+    src = tmp_path / "eh.s"
+    src.write_text("\t.text\nf:\n\tpop %rcx\n\tjmp __x86_return_thunk_rcx\n"
+                   "g:\n\tjmp __x86_indirect_thunk_rcx\n")
+    obj = tmp_path / "eh.o"
+    subprocess.run(["as", "--64", "-o", str(obj), str(src)], check=True)
+    deployed = thunks.for_kernel(obj, _config(tmp_path, DEPLOYED), tmp_path / "deployed.o")
+    text = _disassembly(deployed)
+    assert "__x86_return_thunk_rcx" not in text
+    assert text.count("R_X86_64_PLT32\t__x86_indirect_thunk_rcx-0x4") == 2, text
+    lab = _disassembly(thunks.for_kernel(obj, _config(tmp_path, LAB), tmp_path / "lab.o"))
+    assert len(re.findall(r"jmp\s+\*%rcx", lab)) == 2, lab

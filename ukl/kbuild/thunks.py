@@ -18,9 +18,17 @@ one kernel's link:
   object to what the kernel makes of it on a CPU that needs no
   mitigation: `call *%reg`, `jmp *%reg`, `ret`.
 
-Hand-written assembly keeps its plain `ret` and indirect branches, as
-objtool would complain of in the kernel; so do the C and C++ runtime
-libraries, built before this existed.
+The C library, libgcc and libstdc++ are compiled the same way
+(ukl.toolchain.glibc, ukl.toolchain.gcc_runtime), and glibc's assembly
+goes through the thunks by a patch of ours. An application's own
+hand-written assembly keeps its plain `ret` and indirect branches, which
+objtool would complain of in the kernel: nothing here can find them.
+
+One more thunk has no kernel counterpart: where a function returns to an
+address in a register (`__builtin_eh_return`: the unwinder's
+`pop %rcx; jmp __x86_return_thunk_rcx`), gcc branches through
+`__x86_return_thunk_REG`. That is an indirect jump, and becomes a jump
+through the kernel's `__x86_indirect_thunk_REG` first.
 """
 from __future__ import annotations
 
@@ -39,6 +47,7 @@ from ukl.common.proc import run_quiet
 
 RETURN_THUNK = "__x86_return_thunk"
 INDIRECT_THUNK = re.compile(r"^__x86_indirect_thunk_(r[a-d]x|r[sd]i|rbp|r(?:8|9|1[0-5]))$")
+RETURN_VIA_REGISTER = re.compile(r"^__x86_return_thunk_(r[a-d]x|r[sd]i|rbp|r(?:8|9|1[0-5]))$")
 REGISTERS = ["rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
              "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"]
 R_X86_64_NONE, R_X86_64_PC32, R_X86_64_PLT32 = 0, 2, 4
@@ -125,8 +134,10 @@ def _branch(data: bytes, offset: int, register: str | None, where: str) -> tuple
     if offset >= 1 and (data[offset - 1] == JMP or
                         (data[offset - 1] == CALL and register is not None)):
         # -mindirect-branch-cs-prefix: a CS prefix gives the kernel room
-        # to put an LFENCE in front of `call *%r8`..`%r15`.
-        prefixed = register is not None and offset >= 2 and data[offset - 2] == CS_PREFIX
+        # to put an LFENCE in front of `call *%r8`..`%r15`, and only
+        # there: before another branch, 0x2E is the last byte of the
+        # instruction in front.
+        prefixed = register in REGISTERS[8:] and offset >= 2 and data[offset - 2] == CS_PREFIX
         return offset - (2 if prefixed else 1), data[offset - 1]
     raise UklError(f"{where}: a branch to a speculation thunk of an unknown form")
 
@@ -168,19 +179,34 @@ def for_kernel(app: Path, config: Path, out: Path) -> Path:
     unchanged application does not relink the kernel)."""
     with tempfile.TemporaryDirectory(prefix="ukl-thunks-") as tmpdir:
         tmp = Path(tmpdir) / out.name
-        sites = find_sites(app)
+        shutil.copyfile(app, tmp)
+        _jump_through_indirect_thunks(tmp)
+        sites = find_sites(tmp)
         indirect, returns = kernel_patches(config)
         patched: list[Site] = []
         plain: list[Site] = []
         for site in sites:
             (patched if (returns if site.register is None else indirect) else plain).append(site)
-        shutil.copyfile(app, tmp)
         _rewrite_plain(tmp, plain)
         if patched:
             _add_site_tables(tmp, patched, tmp)
         if not out.is_file() or out.read_bytes() != tmp.read_bytes():
             shutil.copyfile(tmp, out)
     return out
+
+
+def _jump_through_indirect_thunks(obj: Path) -> None:
+    """Rename every `__x86_return_thunk_REG` in `obj` (in place) to the
+    kernel's `__x86_indirect_thunk_REG`: the same jump through REG."""
+    with obj.open("rb") as f:
+        symtab = ELFFile(f).get_section_by_name(".symtab")
+        names = {sym.name for sym in symtab.iter_symbols()
+                 if RETURN_VIA_REGISTER.match(sym.name)} if symtab else set()
+    if names:
+        renames = [f"--redefine-sym={n}={n.replace('return', 'indirect', 1)}"
+                   for n in sorted(names)]
+        run_quiet(["objcopy", *renames, str(obj)],
+                  what="renaming the register return thunks")
 
 
 def _rewrite_plain(obj: Path, sites: list[Site]) -> None:

@@ -51,8 +51,10 @@ KERNEL_PROVIDED = {
 # (__libc_atexit, __libc_IO_vtables, ...); in the kernel link the UKL
 # linker script does.
 # The kernel's speculation thunks (layout.SPECULATION_CFLAGS) cross too.
+_THUNK_REGISTER = r"(?:r[a-d]x|r[sd]i|rbp|r(?:8|9|1[0-5]))"
 KERNEL_PROVIDED_PATTERN = re.compile(r"^(__(start|stop)_[A-Za-z0-9_]+"
-                                     r"|__x86_return_thunk|__x86_indirect_thunk_[a-z0-9]+)$")
+                                     rf"|__x86_return_thunk(?:_{_THUNK_REGISTER})?"
+                                     rf"|__x86_indirect_thunk_{_THUNK_REGISTER})$")
 
 _COMPILE_ONLY = {"-c", "-S", "-E", "-M", "-MM"}
 _OTHER_ABIS = {"-m32", "-mx32"}

@@ -30,6 +30,14 @@ _TARGET_FLAGS = " ".join(["-O2", "-g", *layout.KERNEL_CFLAGS])
 # files, 26.6 s with -g, 18.8 s with -g1). -MMD: its rules write no
 # dependency files, and ccache's depend mode needs one (DEPEND_MODE).
 _CXX_TARGET_FLAGS = " ".join(["-O2", "-g1", *layout.KERNEL_CFLAGS, "-MMD"])
+# The kernel's speculation thunks, as the application and the C library
+# have them, given at make time only: libgcc's and libstdc++'s configure
+# link test programs, and nothing would define a thunk for them. A
+# command-line CXXFLAGS_FOR_TARGET replaces what the top-level Makefile
+# adds to it (config/mt-gnu: -D_GNU_SOURCE), so it is repeated here.
+_SPECULATION = " ".join(layout.SPECULATION_CFLAGS)
+_MAKE_CFLAGS = f"{_TARGET_FLAGS} {_SPECULATION}"
+_MAKE_CXXFLAGS = f"{_CXX_TARGET_FLAGS} -D_GNU_SOURCE {_SPECULATION}"
 _CONFIGURE_ARGS = [
     f"--build={TARGET}", f"--host={TARGET}", f"--target={TARGET}",
     "--prefix=/usr", "--libdir=/usr/lib", "--libexecdir=/usr/lib",
@@ -65,8 +73,14 @@ _BINUTILS_FOR_TARGET = [
 _SKIP_COMPILER = ["-o", "all-gcc", "-o", "all-target-libgcc"]
 _LIBGCC_OUTPUTS = ["libgcc.a", "libgcc_eh.a", "crtbegin.o", "crtbeginT.o", "crtend.o"]
 # Split-stack support: hand-written assembly with 32-bit absolute
-# relocations in .eh_frame, and no use inside a kernel.
-_SPLIT_STACK_OBJECTS = ["morestack.o", "generic-morestack.o", "generic-morestack-thread.o"]
+# relocations in .eh_frame, and no use inside a kernel. And the ms-ABI
+# register save and restore stubs (-mcall-ms2sysv-xlogues only): assembly
+# that returns without the kernel's return thunk; a program that wants
+# them fails to link instead.
+_REMOVED_OBJECTS = ["morestack.o", "generic-morestack.o", "generic-morestack-thread.o",
+                    *(f"{isa}_{stub}.o" for isa in ("sse", "avx")
+                      for stub in ("savms64", "resms64", "resms64x", "savms64f", "resms64f",
+                                   "resms64fx"))]
 
 
 def build_dir() -> Path:
@@ -127,7 +141,8 @@ def configure(tree: Path) -> None:
 def _install_libstdcxx(out: Path, env: dict[str, str]) -> None:
     with tempfile.TemporaryDirectory(dir=out) as tmp:
         _step("install libstdc++", ["make", "-C", str(out / TARGET / "libstdc++-v3"),
-                                    "install", f"DESTDIR={tmp}"], out, env)
+                                    "install", f"DESTDIR={tmp}", f"CFLAGS={_MAKE_CFLAGS}",
+                                    f"CXXFLAGS={_MAKE_CXXFLAGS}"], out, env)
         for name in ("libstdc++.a", "libsupc++.a", "libstdc++fs.a"):
             shutil.copy2(Path(tmp) / "usr" / "lib" / name, layout.libdir() / name)
         headers = layout.include_dir() / "c++" / layout.GCC_VERSION
@@ -140,7 +155,8 @@ def _state(tree: Path, *inputs: object) -> str:
     """What a stage was built from: the gcc tree's commit, the configuration
     and the given inputs from the C library."""
     head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse")
-    recipe = f"{_TARGET_FLAGS}{_CXX_TARGET_FLAGS}{_CONFIGURE_ARGS}{_LIBGCC_MVARS}{_TCONFIG_H}"
+    recipe = (f"{_TARGET_FLAGS}{_CXX_TARGET_FLAGS}{_MAKE_CFLAGS}{_MAKE_CXXFLAGS}"
+              f"{_CONFIGURE_ARGS}{_LIBGCC_MVARS}{_TCONFIG_H}{_REMOVED_OBJECTS}")
     return stamp.digest(head, recipe, repr(inputs))
 
 
@@ -236,9 +252,10 @@ def _build_libgcc(tree: Path, glibc_headers: str, configured: threading.Event) -
     # enable_shared=yes keeps libgcc_eh.a separate (as Debian ships it);
     # PICFLAG= because the Linux fragment adds -fpic even to static objects.
     _step("libgcc", ["make", "-C", f"{TARGET}/libgcc", make_jobs, "enable_shared=yes",
-                     "PICFLAG=", *_LIBGCC_OUTPUTS], out, compile_env, background=True)
-    _step("strip split-stack", ["ar", "d", f"{TARGET}/libgcc/libgcc.a",
-                                *_SPLIT_STACK_OBJECTS], out, compile_env, background=True)
+                     "PICFLAG=", f"CFLAGS={_MAKE_CFLAGS}", *_LIBGCC_OUTPUTS], out,
+          compile_env, background=True)
+    _step("strip unused objects", ["ar", "d", f"{TARGET}/libgcc/libgcc.a", *_REMOVED_OBJECTS],
+          out, compile_env, background=True)
     ukl_lib = layout.ukl_libdir()
     ukl_lib.mkdir(parents=True, exist_ok=True)
     for name in _LIBGCC_OUTPUTS:
@@ -263,7 +280,8 @@ def build_libstdcxx(tree: Path, glibc_headers: str, glibc_symbols: str,
                                   *_host_tools_for_target()], out, _configure_env())
     compile_env = _compile_env(tree, "libstdc++")
     _step("libstdc++", ["make", f"-j{jobs()}", *_SKIP_COMPILER, "all-target-libstdc++-v3",
-                        *_host_tools_for_target()], out, compile_env)
+                        *_host_tools_for_target(), f"CFLAGS_FOR_TARGET={_MAKE_CFLAGS}",
+                        f"CXXFLAGS_FOR_TARGET={_MAKE_CXXFLAGS}"], out, compile_env)
     _install_libstdcxx(out, compile_env)
     # stamp.record() creates the directory: libgcc, beside this at the
     # lowest priority, usually does so first, but not on a loaded machine

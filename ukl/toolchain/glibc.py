@@ -2,7 +2,10 @@
 
 Static only, kernel code model, no red zone, no PIC: the result is linked
 into vmlinux. Only libc.a, libm.a, the empty libpthread/librt/libdl archives,
-the crt files and the headers are built and installed.
+the crt files and the headers are built and installed. Its C code is
+compiled with the kernel's speculation thunks (layout.SPECULATION_CFLAGS),
+as the application is; its hand-written assembly goes through them by a
+patch of ours (libc/patches, 0006).
 """
 from __future__ import annotations
 
@@ -17,9 +20,15 @@ from ukl.common.buildenv import same_files_only
 from ukl.common.errors import UklError
 from ukl.common.proc import StepCounter, run_logged, run_quiet
 from ukl.sources import debian, series
-from ukl.toolchain.layout import KERNEL_CFLAGS, LIBDIR, sysroot
+from ukl.toolchain.layout import KERNEL_CFLAGS, LIBDIR, SPECULATION_CFLAGS, sysroot
 
 CFLAGS = ["-O2", "-g", *KERNEL_CFLAGS]
+# Given at make time only. Every make in the build directory reads its
+# configparms (Makeconfig includes it after config.make and before it
+# takes +cflags from CFLAGS), install-lib's compiles included; configure
+# never does, so no configure result can depend on the thunks, which a
+# test program could not link. No make target we run builds programs.
+CONFIGPARMS = f"CFLAGS += {' '.join(SPECULATION_CFLAGS)}\nbuild-programs = no\n"
 
 _CONFIGURE_ARGS = [
     "--prefix=/usr", f"--libdir=/{LIBDIR}", "--libexecdir=/usr/lib",
@@ -38,6 +47,9 @@ _CONFIGURE_ARGS = [
 # Kbuild-like progress: compile commands in glibc's (verbose) make output.
 _COMPILE = re.compile(r"^(ccache )?gcc .* -c .* -o \S*/glibc-build/(?P<what>\S+)")
 _DEFAULT_STEPS = 2540
+# What install-lib installs that the build may change.
+_INSTALLED_OBJECTS = ["libc.a", "math/libm.a", "csu/crt1.o", "csu/crti.o", "csu/crtn.o",
+                      "csu/gcrt1.o", "csu/Mcrt1.o"]
 # The archives whose objects may be ENOSYS stubs.
 _STUB_ARCHIVES = ["libc.a", "math/libm.a", "resolv/libresolv.a"]
 
@@ -158,11 +170,13 @@ def _forget_objects_if_tree_changed(tree: Path, out: Path) -> bool:
     files, so after any other change of the source tree than edits of
     existing C, header and assembly files every object is recompiled -
     from ccache for all the files the change does not touch. So it is after
-    a new configuration (other CFLAGS): no rule depends on it. Returns
-    whether there were objects to forget (not so in a first build)."""
+    a new configuration or configparms (other CFLAGS): no rule depends on
+    them. Returns whether there were objects to forget (not so in a first
+    build)."""
     head = run_quiet(["git", "-C", str(tree), "rev-parse", "HEAD"], what="git rev-parse").strip()
     configured = out / ".ukl-configure-digest"
-    state = f"{head} {configured.read_text() if configured.is_file() else ''}"
+    state = (f"{head} {configured.read_text() if configured.is_file() else ''}"
+             f" {stamp.digest(CONFIGPARMS)}")
     built_from = out / ".ukl-tree-head"
     old = built_from.read_text() if built_from.is_file() else ""
     if old == state:
@@ -215,8 +229,17 @@ def configure() -> Path:
     tree = series.prepare(debian.get("glibc"))
     out = build_dir()
     _configure(tree, out)
+    _write_configparms(out)
     _install_headers(tree, out, sysroot())
     return tree
+
+
+def _write_configparms(out: Path) -> None:
+    """Write CONFIGPARMS into the build directory. No make rule depends on
+    it: _forget_objects_if_tree_changed() does the rebuild a change needs."""
+    parms = out / "configparms"
+    if not parms.is_file() or parms.read_text() != CONFIGPARMS:
+        parms.write_text(CONFIGPARMS)
 
 
 def build(tree: Path) -> Path:
@@ -243,9 +266,10 @@ def build(tree: Path) -> Path:
                log_path=paths.logs_dir() / "glibc-build-others.log")
     counter.save(out)
     root = sysroot()
-    # Installing takes a while; skip it when the libraries it would install
-    # are the ones installed last time.
-    built = ",".join(str((out / a).stat().st_mtime_ns) for a in ("libc.a", "math/libm.a"))
+    # Installing takes a while; skip it when the libraries and crt files it
+    # would install are the ones installed last time (an edit of start.S
+    # rebuilds crt1.o alone).
+    built = ",".join(str((out / a).stat().st_mtime_ns) for a in _INSTALLED_OBJECTS)
     installed = root / ".ukl-glibc-installed"
     if not stamp.current(installed, built):
         _install(tree, out, root)
