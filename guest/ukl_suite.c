@@ -1619,12 +1619,23 @@ static void print_vulnerability(const char *name)
 	fclose(f);
 }
 
+#if __has_include(<ukl.h>)
+/* The kernel's stand-in for the vDSO's time(), which the C library calls. */
+extern time_t ukl_vdso_time(time_t *t);
+#endif
+
 static const char *check_thunks(void)
 {
 	if (thunk_call(40) != 42)
 		return "a call through a function pointer returned a wrong value";
 	print_code("thunk_return", thunk_return);
 	print_code("thunk_call", thunk_call);
+	/* The C library's compiled code is built with the same thunks. */
+	print_code("libc_return", labs);
+#if __has_include(<ukl.h>)
+	/* So are the kernel's vDSO stand-ins, the application's code too. */
+	print_code("vdso_return", ukl_vdso_time);
+#endif
 	print_vulnerability("spectre_v2");
 	print_vulnerability("retbleed");
 	print_vulnerability("spec_rstack_overflow");

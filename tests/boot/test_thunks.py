@@ -5,8 +5,12 @@ thunks, which patches them at boot for its CPU, and rewrites them into
 plain branches for a kernel without).
 
 The suite check `thunks` calls through a function pointer and prints the
-code of two of its functions as the running kernel left it; here that code
-is disassembled and each branch target named from the image's vmlinux.
+code of two of its functions, of one of the C library's (labs) and of a
+vDSO stand-in (ukl_vdso_time) as the running kernel left it; here that
+code is disassembled and each branch target named from the image's
+vmlinux. C++ exceptions, whose unwinder
+returns through a register (`__x86_return_thunk_rcx`, made the kernel's
+`__x86_indirect_thunk_rcx`), are thrown and caught on each CPU model.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GUEST, assert_suite_passed, build_image, ukl
+from tests.conftest import GUEST, PROGRAMS, assert_suite_passed, build_image, ukl
 from ukl.common import paths
 from ukl.qemu import models
 from ukl.qemu.command import CPU_MODELS
@@ -93,7 +97,7 @@ def _branches(out: str, image: str, tmp_path: Path) -> dict[str, list[Branch]]:
             if op in ("ret", "jmp"):
                 break
         found[name] = branches
-    assert set(found) == {"thunk_return", "thunk_call"}, out
+    assert set(found) == {"thunk_return", "thunk_call", "libc_return", "vdso_return"}, out
     return found
 
 
@@ -101,6 +105,8 @@ def test_without_thunks_the_application_branches_plainly(suite_lab: str, tmp_pat
     # The lab kernel has no thunks: the kernel link rewrote every site.
     branches = _branches(_run(suite_lab), suite_lab, tmp_path)
     assert [b.forms for b in branches["thunk_return"]] == [{"ret"}]
+    assert [b.forms for b in branches["libc_return"]] == [{"ret"}]
+    assert branches["vdso_return"][-1].forms == {"ret"}, branches
     assert branches["thunk_call"][0].forms == {"call *%rax"}, branches
 
 
@@ -147,3 +153,18 @@ def test_with_thunks_the_application_branches_as_the_kernel(suite_distro: str, v
     if vendor == "amd":
         # The AMD model is the one with SRSO: its returns must not be plain.
         assert all("ret" not in s[-1].forms for s in branches.values()), (vulns, branches)
+
+
+@pytest.mark.parametrize("vendor", sorted(CPU_MODELS))
+def test_cxx_exceptions_unwind_through_the_kernels_thunks(ukl_distro_kernel: Path, vendor: str,
+                                                          tmp_path: Path) -> None:
+    image = build_image("t-thunks-cxx-distro", str(PROGRAMS / "cxx_suite.cc"),
+                        "--kernel", "ukl-distro")
+    res = ukl("run", image, "--cpu", CPU_MODELS[vendor], "--smp", "2", "--mem", "1G",
+              "--timeout", BOOT_TIMEOUT, timeout=float(BOOT_TIMEOUT) + 120)
+    out = res.stdout + res.stderr
+    assert "ok exception" in out and "cxx_suite: all passed" in out, out
+    assert res.returncode == 0, out
+    vmlinux = paths.build_root() / "images" / image / "vmlinux"
+    nm = subprocess.run(["nm", str(vmlinux)], capture_output=True, text=True, check=True).stdout
+    assert "__x86_return_thunk_rcx" not in nm
