@@ -185,7 +185,7 @@ static int nest_rounds(void)
 /* pokes NMIs to poke_cpu, one at a time. */
 static int poke(void)
 {
-	unsigned long ist[7];
+	unsigned long ist[7], now[7];
 	int i, wait;
 
 	if (!cpu_online(poke_cpu) || pokes < 1)
@@ -203,6 +203,17 @@ static int poke(void)
 		}
 		pr_info(NAME ": poke %d: NMI on cpu %d at sp %lx, %s\n", i, poke_cpu,
 			nmi_sp, nmi_user ? "CPL3" : "CPL0");
+	}
+	/*
+	 * The handler cleared armed before the NMI code around it put the
+	 * IST entries back: give that CPU a moment to leave the NMI. An entry
+	 * the exit did not restore stays changed.
+	 */
+	for (wait = 0; wait < 1000; wait++) {
+		read_ist(poke_cpu, now);
+		if (!memcmp(ist, now, sizeof(now)))
+			break;
+		mdelay(1);
 	}
 	return ist_unchanged(poke_cpu, ist) ? 0 : -EIO;
 }
