@@ -39,6 +39,15 @@ def _config(tmp_path: Path, text: str) -> Path:
     return cfg
 
 
+def _assemble(tmp_path: Path, name: str, code: str) -> Path:
+    """An object of one function f whose body is `code`."""
+    src = tmp_path / f"{name}.s"
+    src.write_text(f"\t.text\nf:\n{code}")
+    obj = tmp_path / f"{name}.o"
+    subprocess.run(["as", "--64", "-o", str(obj), str(src)], check=True)
+    return obj
+
+
 def _disassembly(obj: Path) -> str:
     return subprocess.run(["objdump", "-dr", str(obj)], capture_output=True, text=True,
                           check=True).stdout
@@ -148,10 +157,7 @@ def test_plain_conditional_jump_skips_the_indirect_jump() -> None:
 def test_a_cs_prefixed_call_is_one_site(tmp_path: Path) -> None:
     # -mindirect-branch-cs-prefix: `cs call __x86_indirect_thunk_r11` is
     # one 6-byte site, the prefix included, as objtool lists it.
-    src = tmp_path / "cs.s"
-    src.write_text("\t.text\nf:\n\tnop\n\t.byte 0x2e\n\tcall __x86_indirect_thunk_r11\n\tret\n")
-    obj = tmp_path / "cs.o"
-    subprocess.run(["as", "--64", "-o", str(obj), str(src)], check=True)
+    obj = _assemble(tmp_path, "cs", "nop\n.byte 0x2e\ncall __x86_indirect_thunk_r11\nret\n")
     [site] = thunks.find_sites(obj)
     assert (site.offset, site.length, site.register) == (1, 6, "r11")
     out = thunks.for_kernel(obj, _config(tmp_path, LAB), tmp_path / "lab.o")
@@ -162,10 +168,7 @@ def test_a_byte_0x2e_before_a_low_register_call_is_not_a_prefix(tmp_path: Path) 
     # gcc puts the CS prefix only before %r8..%r15; before `call
     # __x86_indirect_thunk_rax`, 0x2e ends the instruction in front
     # (here `lea 0x2e(%rsp),%rdi`), which a 6-byte site would overwrite.
-    src = tmp_path / "lea.s"
-    src.write_text("\t.text\nf:\n\tlea 0x2e(%rsp), %rdi\n\tcall __x86_indirect_thunk_rax\n\tret\n")
-    obj = tmp_path / "lea.o"
-    subprocess.run(["as", "--64", "-o", str(obj), str(src)], check=True)
+    obj = _assemble(tmp_path, "lea", "lea 0x2e(%rsp), %rdi\ncall __x86_indirect_thunk_rax\nret\n")
     [site] = thunks.find_sites(obj)
     assert (site.offset, site.length) == (5, 5)
     out = thunks.for_kernel(obj, _config(tmp_path, LAB), tmp_path / "lab.o")
@@ -177,11 +180,8 @@ def test_a_return_through_a_register_jumps_through_the_kernels_thunk(tmp_path: P
     # __x86_return_thunk_rcx`, a thunk only gcc knows; the kernel has the
     # same jump as __x86_indirect_thunk_rcx, which the object may already
     # reference too.
-    src = tmp_path / "eh.s"
-    src.write_text("\t.text\nf:\n\tpop %rcx\n\tjmp __x86_return_thunk_rcx\n"
-                   "g:\n\tjmp __x86_indirect_thunk_rcx\n")
-    obj = tmp_path / "eh.o"
-    subprocess.run(["as", "--64", "-o", str(obj), str(src)], check=True)
+    obj = _assemble(tmp_path, "eh", "pop %rcx\njmp __x86_return_thunk_rcx\n"
+                    "g:\njmp __x86_indirect_thunk_rcx\n")
     deployed = thunks.for_kernel(obj, _config(tmp_path, DEPLOYED), tmp_path / "deployed.o")
     text = _disassembly(deployed)
     assert "__x86_return_thunk_rcx" not in text
