@@ -8,9 +8,9 @@ The suite check `thunks` calls through a function pointer and prints the
 code of two of its functions, of one of the C library's (labs) and of a
 vDSO stand-in (ukl_vdso_time) as the running kernel left it; here that
 code is disassembled and each branch target named from the image's
-vmlinux. C++ exceptions, whose unwinder
-returns through a register (`__x86_return_thunk_rcx`, made the kernel's
-`__x86_indirect_thunk_rcx`), are thrown and caught on each CPU model.
+vmlinux. C++ exceptions, whose unwinder returns through a register
+(`__x86_return_thunk_rcx`, made the kernel's `__x86_indirect_thunk_rcx`),
+are thrown and caught on each CPU model.
 """
 from __future__ import annotations
 

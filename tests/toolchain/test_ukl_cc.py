@@ -238,12 +238,17 @@ def test_stack_protected_code_runs_on_the_host(tmp_path: Path) -> None:
     assert smashed.returncode == -6 and "stack smashing detected" in smashed.stderr, smashed
 
 
+def _sysroot_library(name: str) -> Path:
+    """A library or crt file of the sysroot, in the C library's directory
+    or in gcc's (usr/lib/ukl)."""
+    return next(p for p in (layout.libdir() / name, layout.ukl_libdir() / name) if p.is_file())
+
+
 @pytest.mark.parametrize("library", ["libc.a", "libstdc++.a", "libgcc.a"])
 def test_libraries_are_built_with_stack_clash_protection(library: str) -> None:
     # What the application links is held to the same rule: the compiler
     # records its options in each object's debug information.
-    path = next(p for p in (layout.libdir() / library, layout.ukl_libdir() / library)
-                if p.is_file())
+    path = _sysroot_library(library)
     data = path.read_bytes()
     assert b"-mcmodel=kernel" in data, f"{path}: no recorded compile options"
     assert b"-fstack-clash-protection" in data, path
@@ -257,7 +262,8 @@ _MEMBER = re.compile(r"^(\S+):\s+file format \S+$", re.MULTILINE)
 
 
 def _disassembly(archive: Path) -> list[tuple[str, str]]:
-    """(member, its code) for each member of an archive, in order."""
+    """(member, its code) for each member of an archive (or the one
+    object), in order."""
     code = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", str(archive)],
                           capture_output=True, text=True, check=True).stdout
     parts = _MEMBER.split(code)
@@ -280,8 +286,7 @@ def test_runtime_libraries_branch_only_through_the_kernels_thunks(library: str) 
     # kernel, so their code is held to the application's rule: compiled
     # code by its flags, glibc's hand-written assembly by its own patch
     # (libc/patches: `ret` is a macro there).
-    path = next(p for p in (layout.libdir() / library, layout.ukl_libdir() / library)
-                if p.is_file())
+    path = _sysroot_library(library)
     members = _disassembly(path)
     assert any(made_by.startswith("GNU C") for made_by in _producers(path)), \
         f"{path}: no member says it was compiled from C or C++"
@@ -294,7 +299,5 @@ def test_runtime_libraries_branch_only_through_the_kernels_thunks(library: str) 
 def test_crt_files_branch_only_through_the_kernels_thunks(crt: str) -> None:
     # crtbeginT.o has no debug information to say how it was compiled;
     # crt1.o, crti.o and crtn.o are assembly.
-    path = next(p for p in (layout.libdir() / crt, layout.ukl_libdir() / crt) if p.is_file())
-    code = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", str(path)],
-                          capture_output=True, text=True, check=True).stdout
+    [(_, code)] = _disassembly(_sysroot_library(crt))
     assert not _PLAIN_BRANCH.search(code), code

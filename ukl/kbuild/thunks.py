@@ -46,8 +46,10 @@ from ukl.common.errors import UklError
 from ukl.common.proc import run_quiet
 
 RETURN_THUNK = "__x86_return_thunk"
-INDIRECT_THUNK = re.compile(r"^__x86_indirect_thunk_(r[a-d]x|r[sd]i|rbp|r(?:8|9|1[0-5]))$")
-RETURN_VIA_REGISTER = re.compile(r"^__x86_return_thunk_(r[a-d]x|r[sd]i|rbp|r(?:8|9|1[0-5]))$")
+# Every general-purpose register but %rsp.
+_THUNK_REGISTER = r"(r[a-d]x|r[sd]i|rbp|r(?:8|9|1[0-5]))"
+INDIRECT_THUNK = re.compile(rf"^__x86_indirect_thunk_{_THUNK_REGISTER}$")
+RETURN_VIA_REGISTER = re.compile(rf"^__x86_return_thunk_{_THUNK_REGISTER}$")
 REGISTERS = ["rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
              "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"]
 R_X86_64_NONE, R_X86_64_PC32, R_X86_64_PLT32 = 0, 2, 4

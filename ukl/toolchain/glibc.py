@@ -237,9 +237,7 @@ def configure() -> Path:
 def _write_configparms(out: Path) -> None:
     """Write CONFIGPARMS into the build directory. No make rule depends on
     it: _forget_objects_if_tree_changed() does the rebuild a change needs."""
-    parms = out / "configparms"
-    if not parms.is_file() or parms.read_text() != CONFIGPARMS:
-        parms.write_text(CONFIGPARMS)
+    (out / "configparms").write_text(CONFIGPARMS)
 
 
 def build(tree: Path) -> Path:
