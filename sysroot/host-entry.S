@@ -109,6 +109,29 @@ ukl_entry_SYSCALL_64:
 	.size	ukl_entry_SYSCALL_64, .-ukl_entry_SYSCALL_64
 
 	/*
+	 * ukl_syscall, the entry of the C library's syscall(): number in
+	 * %rdi, arguments in %rsi, %rdx, %rcx, %r8, %r9 and %rax (the sixth),
+	 * registers a C function may change clobbered.  Move them to where
+	 * ukl_entry_SYSCALL_64 takes them.
+	 */
+	.globl	ukl_syscall
+	.type	ukl_syscall, @function
+	.p2align 4
+ukl_syscall:
+	.cfi_startproc
+	movq	%rax, %r11
+	movq	%rdi, %rax
+	movq	%rsi, %rdi
+	movq	%rdx, %rsi
+	movq	%rcx, %rdx
+	movq	%r8, %r10
+	movq	%r9, %r8
+	movq	%r11, %r9
+	jmp	ukl_entry_SYSCALL_64
+	.cfi_endproc
+	.size	ukl_syscall, .-ukl_syscall
+
+	/*
 	 * <ukl.h>: the host kernel has no UKL, so every ukl_set_* function
 	 * fails with -EOPNOTSUPP.
 	 */

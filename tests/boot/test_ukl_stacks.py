@@ -177,3 +177,26 @@ def test_nss_no_thread_takes_a_stack_from_under_a_call(nss_stack_guard: str, smp
     assert "nss_stack_guard: 0 failure(s)" in out, out
     assert re.search(r"UKL: UKL_NSS: change of \[0x[0-9a-f]+, 0x[0-9a-f]+\) refused", out), out
     assert res.returncode == 0, out
+
+
+@pytest.fixture(scope="module")
+def init_threads_exit(ukl_nss_kernel: Path) -> str:
+    return build_image("t-nss-init-threads-exit", str(PROGRAMS / "init_threads_exit.c"),
+                       "--kernel", "ukl-nss")
+
+
+# Five boots: which thread of init finds no other alive depends on timing.
+# A fuzzing run once ended with `kernel BUG at include/linux/pid_namespace.h`
+# (zap_pid_ns_processes() without CONFIG_PID_NS) instead of the panic.
+@pytest.mark.parametrize("boot", range(5))
+def test_nss_app_threads_exiting_together_report_the_status(init_threads_exit: str,
+                                                            boot: int) -> None:
+    # Under UKL_NSS the application is init: when its leader and three
+    # threads end at once with exit(2), the kernel must end the machine with
+    # init's panic carrying status 7, whichever thread gets there first.
+    res = ukl("run", init_threads_exit, "--smp", "2", "--timeout", BOOT_TIMEOUT)
+    out = res.stdout + res.stderr
+    assert "init_threads_exit: pid 1, 3 threads exit with the leader" in out, out
+    assert "Attempted to kill init! exitcode=0x00000700" in out, out
+    assert "kernel BUG" not in out and "Oops" not in out, out
+    assert res.returncode == 7, out

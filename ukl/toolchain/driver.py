@@ -32,6 +32,8 @@ SYMBOL_PREFIX = "__ukl_"
 # crosses between app and kernel.
 KERNEL_PROVIDED = {
     "ukl_entry_SYSCALL_64",
+    # The C library's syscall() enters through this one (libc/patches).
+    "ukl_syscall",
     # <ukl.h> (sysroot/include/ukl.h): kernel functions the app calls.
     "ukl_set_bypass", "ukl_set_run_to_completion",
     # The kernel's stand-ins for the vDSO, which libc calls (libc/patches/0004).
