@@ -29,6 +29,19 @@ def test_bypass_keeps_signals_restart_and_scheduling(ukl_byp_kernel) -> None:
     assert "bypass: 0 failure(s)" in out and res.returncode == 0, out
 
 
+def test_signals_at_any_instruction_of_the_fast_bypass(ukl_byp_kernel) -> None:
+    # One instruction per translation block: the timer interrupt that
+    # delivers SIGALRM can come at any instruction of the fast bypass, the
+    # stack switch included, and the handler makes bypassed calls itself.
+    # Before kernel 0046 a signal at the switch made the call return on the
+    # stack of the handler's last call.
+    image = build_image("t-byp", str(PROGRAMS / "bypass.c"), "--kernel", "ukl-byp")
+    res = ukl("run", image, "--one-insn-per-tb", "--timeout", BOOT_TIMEOUT, "--", "--storm")
+    out = res.stdout + res.stderr
+    assert "bypass: ok signal-storm\n" in out, out
+    assert "bypass: 0 failure(s)" in out and res.returncode == 0, out
+
+
 def test_whole_base_model_suite_with_bypass_on(ukl_byp_kernel) -> None:
     image = build_image("t-byp-suite", str(GUEST / "ukl_suite.c"), "--kernel", "ukl-byp")
     rc, out = _run(image, "--bypass", *CHECKS, smp=2)

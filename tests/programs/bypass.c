@@ -11,6 +11,10 @@
  * completes it when the call has exit work to do (a signal to deliver):
  * check "signal-frame" sees the whole frame in a signal's context and
  * after the return.
+ *
+ * "bypass --storm" runs only check "signal-storm", meant for
+ * `ukl run --one-insn-per-tb`, where an interrupt can come between any
+ * two instructions.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -125,6 +129,57 @@ static const char *check_signal_in_loop(void)
 	if (!alarms)
 		return "SIGALRM never delivered during 50M bypassed calls";
 	printf("bypass: SIGALRM delivered after %ld bypassed getppid calls\n", calls);
+	return NULL;
+}
+
+/*
+ * Timer signals whose handler makes bypassed calls of its own (both
+ * entries: the C library's wrappers call ukl_entry_SYSCALL_64, syscall()
+ * calls ukl_syscall), while the thread makes nothing but bypassed calls.
+ * When each instruction is a translation block of its own, the interrupt
+ * that delivers a signal can come at any instruction of the fast bypass,
+ * the stack switch included: the call must still return its value to its
+ * caller on its caller's stack (kernel 0046: before, the handler's calls
+ * rewrote the stack pointer the call returns to).
+ */
+#define STORM_SIGNALS 3000
+static volatile sig_atomic_t storm_signals, storm_wrong;
+static pid_t storm_ppid;
+
+static void on_storm(int sig)
+{
+	(void)sig;
+	if (getppid() != storm_ppid || syscall(SYS_getppid) != storm_ppid)
+		storm_wrong = 1;
+	storm_signals++;
+}
+
+static const char *check_signal_storm(void)
+{
+	struct sigaction sa = { 0 };
+	long calls = 0;
+	char here;
+	char *volatile frame = &here;
+
+	storm_ppid = getppid();
+	sa.sa_handler = on_storm;
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGALRM, &sa, NULL) || set_timer(100, 100))
+		return "sigaction/setitimer";
+	while (storm_signals < STORM_SIGNALS && calls < 200000000L) {
+		if (getppid() != storm_ppid || syscall(SYS_getppid) != storm_ppid)
+			storm_wrong = 1;
+		if (frame != &here)
+			return "the stack moved under a bypassed call";
+		calls++;
+	}
+	set_timer(0, 0);
+	printf("bypass: %d signals during %ld pairs of bypassed calls\n",
+	       (int)storm_signals, calls);
+	if (storm_wrong)
+		return "a bypassed getppid() returned a wrong value";
+	if (storm_signals < STORM_SIGNALS)
+		return "too few signals";
 	return NULL;
 }
 
@@ -269,12 +324,17 @@ static const char *check_sched(void)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	printf("bypass: cpl=%u\n", cpl());
 	if (ukl_bypass(1) < 0) {
 		printf("bypass: unsupported (errno %d)\n", errno);
 		return 3;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--storm")) {
+		report("signal-storm", check_signal_storm());
+		printf("bypass: %d failure(s)\n", failures);
+		return failures;
 	}
 	report("toggle", check_toggle());
 	report("inherit", check_inherit());

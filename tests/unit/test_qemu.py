@@ -27,7 +27,11 @@ def test_defaults_tcg_serial_debug_exit() -> None:
     assert _arg(cmd, "-kernel") == "/k/vmlinux"
     assert _arg(cmd, "-initrd") == "/k/initramfs.cpio"
     assert "isa-debug-exit,iobase=0xf4,iosize=0x01" in cmd
-    assert "-icount" not in cmd and "-S" not in cmd
+    assert "-icount" not in cmd and "-S" not in cmd and "-singlestep" not in cmd
+
+
+def test_one_insn_per_tb() -> None:
+    assert "-singlestep" in qemu.command(_opts(one_insn_per_tb=True))
 
 
 def test_icount_smp_mem_gdb() -> None:
@@ -174,7 +178,8 @@ def test_accel_kvm_and_tcg_command_lines() -> None:
 
 @pytest.mark.parametrize("tcg_only, flag", [({"icount": True}, "--icount"),
                                             ({"gdb": True}, "--gdb"),
-                                            ({"plugin": "/p.so,out=x"}, "--count")])
+                                            ({"plugin": "/p.so,out=x"}, "--count"),
+                                            ({"one_insn_per_tb": True}, "--one-insn-per-tb")])
 def test_kvm_refused_with_what_needs_tcg(tcg_only: dict[str, object], flag: str) -> None:
     with pytest.raises(UklError, match=f"--accel kvm cannot be combined with {flag}"):
         qemu.command(_opts(accel="kvm", **tcg_only))

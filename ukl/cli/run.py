@@ -60,6 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with -d: the instance's name (default IMAGE-N)")
     p.add_argument("--icount", action="store_true",
                    help="deterministic mode: -icount shift=0,sleep=off (rdtsc = instructions)")
+    p.add_argument("--one-insn-per-tb", action="store_true",
+                   help="TCG translates one instruction at a time, so interrupts can come "
+                   "between any two instructions (slow; for tests of entry code)")
     p.add_argument("--gdb", action="store_true",
                    help="start paused with a gdbstub; prints the gdb command to attach")
     p.add_argument("-p", "--port", action="append", default=[], metavar="HOST:GUEST",
@@ -107,6 +110,7 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     # where the kernel hands them to init.
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=args.smp,
                            mem=args.mem, cpu=args.cpu, icount=args.icount, gdb=args.gdb,
+                           one_insn_per_tb=args.one_insn_per_tb,
                            append=list(args.append),
                            program_args=list(inv.program_args) if own_init else [],
                            forwards=[qemu.parse_forward(p) for p in args.port],

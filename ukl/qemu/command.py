@@ -42,6 +42,11 @@ class RunOptions:
     # that vendor's CPU bugs and turn on their mitigations.
     cpu: str = "max"
     icount: bool = False
+    # TCG translates one guest instruction per block (QEMU's -singlestep),
+    # and checks for interrupts before each block: an interrupt can then
+    # come between any two instructions, not only at branches. Slow; for
+    # tests of entry code.
+    one_insn_per_tb: bool = False
     gdb: bool = False
     append: list[str] = field(default_factory=list)
     program_args: list[str] = field(default_factory=list)
@@ -72,7 +77,8 @@ def tcg_only_features(opts: RunOptions) -> list[str]:
     plugins are TCG features; gdb's software breakpoints on kernel
     addresses not yet mapped work only when QEMU translates the code."""
     return [name for name, on in (("--icount", opts.icount), ("--count", bool(opts.plugin)),
-                                  ("--gdb", opts.gdb)) if on]
+                                  ("--gdb", opts.gdb),
+                                  ("--one-insn-per-tb", opts.one_insn_per_tb)) if on]
 
 
 def parse_forward(spec: str) -> tuple[int, int]:
@@ -176,6 +182,8 @@ def command(opts: RunOptions) -> list[str]:
         # One guest instruction per virtual nanosecond: rdtsc deltas become
         # exact instruction counts, and runs are repeatable.
         cmd += ["-icount", "shift=0,sleep=off"]
+    if opts.one_insn_per_tb:
+        cmd += ["-singlestep"]
     if opts.gdb:
         cmd += ["-gdb", f"tcp::{GDB_PORT}", "-S"]
     if opts.plugin:
