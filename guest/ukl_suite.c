@@ -1022,19 +1022,23 @@ static const char *check_pf_df(void)
  * below the caller's frames. Fill the memory there with a pattern, sleep
  * for a microsecond (the kernel keeps its timer on its stack, where the
  * timer interrupt finds it) and count the bytes the kernel changed: none
- * when the kernel switches stacks (the libc wrapper and the entry stub use
- * only the top 48 bytes spared here).
+ * when the kernel switches stacks. The top SYSCALL_FRAMES bytes are spared:
+ * the libc wrapper's and ukl_syscall's return addresses, and the flags and
+ * return address the entry's return path writes just below the caller's
+ * stack pointer (syscall() -> ukl_syscall -> ukl_entry_SYSCALL_64).
  */
+#define SYSCALL_FRAMES 128
+
 static __attribute__((noinline)) long bytes_changed_by_syscall(void)
 {
 	volatile unsigned char *sp = __builtin_frame_address(0);
 	static const struct timespec us = { 0, 1000 };
 	long changed = 0;
 
-	for (long i = 48; i < 8192; i++)
+	for (long i = SYSCALL_FRAMES; i < 8192; i++)
 		sp[-i] = 0xa5;
 	syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &us, NULL);
-	for (long i = 48; i < 8192; i++)
+	for (long i = SYSCALL_FRAMES; i < 8192; i++)
 		changed += sp[-i] != 0xa5;
 	return changed;
 }

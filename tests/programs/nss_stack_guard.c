@@ -24,6 +24,11 @@
  *   mremap     a move with MREMAP_FIXED, MREMAP_DONTUNMAP, a shrink
  *   mmap       mmap() with MAP_FIXED over the stack
  *   brk        a stack at the top of the heap, brk() below it
+ *   file       a stack in a shared mapping of a memfd: truncating the
+ *              file and punching a hole in it under the call (growing it
+ *              and a hole far below are allowed), and MADV_PAGEOUT of a
+ *              second mapping of the same pages, which reclaims them from
+ *              every mapping: allowed, but the stack's stay mapped
  *   self       a thread unmaps, protects and discards the stack under its
  *              own munmap(), mprotect() and madvise() (no reader)
  *   race       two threads loop reading a byte at a time, working a
@@ -41,6 +46,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -270,6 +276,53 @@ static const char *op_mmap(struct reader *r)
 	return NULL;
 }
 
+/*
+ * A stack in a shared mapping of a file: truncating it or punching a hole
+ * in it takes pages from the mapping as munmap() would, and reclaim takes
+ * them from every mapping at once, through any of them.
+ */
+static const char *op_file(void)
+{
+	int flags = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+	int fd = memfd_create("nss-stack", 0);
+	const char *why = NULL, *woken;
+	char *stack, *other;
+	struct reader r;
+	off_t below;
+
+	if (fd < 0 || ftruncate(fd, STACK_LEN))
+		return "memfd_create/ftruncate";
+	stack = mmap(NULL, STACK_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	other = mmap(NULL, STACK_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (stack == MAP_FAILED || other == MAP_FAILED)
+		return "mmap of the file";
+	why = start_reader(&r, stack, STACK_LEN);
+	if (why)
+		return why;
+	below = below_call(&r) - stack;
+	why = REFUSED(ftruncate(fd, 0));
+	if (!why)
+		why = REFUSED(ftruncate(fd, below));
+	if (!why)
+		why = REFUSED(fallocate(fd, flags, below, PAGE));
+	if (!why)
+		why = ALLOWED(fallocate(fd, flags, 0, PAGE), 0);
+	if (!why)
+		why = ALLOWED(ftruncate(fd, 2 * STACK_LEN), 0);
+	if (!why)
+		why = ALLOWED(madvise(other, STACK_LEN, MADV_PAGEOUT), 0);
+	woken = finish_reader(&r);
+	if (!why)
+		why = woken;
+	/* The call is over: the file may shrink now. */
+	if (!why)
+		why = ALLOWED(ftruncate(fd, 0), 0);
+	munmap(stack, STACK_LEN);
+	munmap(other, STACK_LEN);
+	close(fd);
+	return why;
+}
+
 typedef const char *(*op_fn)(struct reader *r);
 
 /* One OP on a reader on a fresh mmap()ed stack. */
@@ -481,6 +534,8 @@ static const char *run(const char *op)
 		return with_reader(op_mmap);
 	if (!strcmp(op, "brk"))
 		return op_brk();
+	if (!strcmp(op, "file"))
+		return op_file();
 	if (!strcmp(op, "self"))
 		return op_self();
 	if (!strcmp(op, "race"))
@@ -491,7 +546,7 @@ static const char *run(const char *op)
 int main(int argc, char **argv)
 {
 	static const char *all[] = { "munmap", "mprotect", "madvise", "mremap", "mmap",
-				     "brk", "self", "race" };
+				     "brk", "file", "self", "race" };
 	const char **ops = argc > 1 ? (const char **)argv + 1 : all;
 	int n = argc > 1 ? argc - 1 : (int)(sizeof(all) / sizeof(all[0]));
 	struct reader last;
