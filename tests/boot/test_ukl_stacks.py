@@ -165,8 +165,8 @@ NSS_STACK_OPS = ["munmap", "mprotect", "madvise", "mremap", "mmap", "brk", "file
 def test_nss_no_thread_takes_a_stack_from_under_a_call(nss_stack_guard: str, smp: int) -> None:
     # A thread sleeps in read() on a pipe; another unmaps, protects,
     # discards (madvise, process_madvise), moves (mremap) or maps over its
-    # stack, shrinks the heap it is in, or truncates, punches or reclaims
-    # (through another mapping) the file it is in; a thread does the same to the
+    # stack, shrinks the heap it is in, or truncates or punches a hole in
+    # the file it is a mapping of; a thread does the same to the
     # stack under its own call. Each must fail with EBUSY while the same
     # change to the bottom of that stack works; the read must then return
     # what was written with the reader's frame intact; exit with a reader

@@ -26,9 +26,7 @@
  *   brk        a stack at the top of the heap, brk() below it
  *   file       a stack in a shared mapping of a memfd: truncating the
  *              file and punching a hole in it under the call (growing it
- *              and a hole far below are allowed), and MADV_PAGEOUT of a
- *              second mapping of the same pages, which reclaims them from
- *              every mapping: allowed, but the stack's stay mapped
+ *              and a hole far below are allowed)
  *   self       a thread unmaps, protects and discards the stack under its
  *              own munmap(), mprotect() and madvise() (no reader)
  *   race       two threads loop reading a byte at a time, working a
@@ -278,23 +276,21 @@ static const char *op_mmap(struct reader *r)
 
 /*
  * A stack in a shared mapping of a file: truncating it or punching a hole
- * in it takes pages from the mapping as munmap() would, and reclaim takes
- * them from every mapping at once, through any of them.
+ * in it takes pages from the mapping as munmap() would.
  */
 static const char *op_file(void)
 {
 	int flags = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
 	int fd = memfd_create("nss-stack", 0);
 	const char *why = NULL, *woken;
-	char *stack, *other;
+	char *stack;
 	struct reader r;
 	off_t below;
 
 	if (fd < 0 || ftruncate(fd, STACK_LEN))
 		return "memfd_create/ftruncate";
 	stack = mmap(NULL, STACK_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	other = mmap(NULL, STACK_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (stack == MAP_FAILED || other == MAP_FAILED)
+	if (stack == MAP_FAILED)
 		return "mmap of the file";
 	why = start_reader(&r, stack, STACK_LEN);
 	if (why)
@@ -309,8 +305,6 @@ static const char *op_file(void)
 		why = ALLOWED(fallocate(fd, flags, 0, PAGE), 0);
 	if (!why)
 		why = ALLOWED(ftruncate(fd, 2 * STACK_LEN), 0);
-	if (!why)
-		why = ALLOWED(madvise(other, STACK_LEN, MADV_PAGEOUT), 0);
 	woken = finish_reader(&r);
 	if (!why)
 		why = woken;
@@ -318,7 +312,6 @@ static const char *op_file(void)
 	if (!why)
 		why = ALLOWED(ftruncate(fd, 0), 0);
 	munmap(stack, STACK_LEN);
-	munmap(other, STACK_LEN);
 	close(fd);
 	return why;
 }
