@@ -30,6 +30,8 @@
 #include <ukl.h>
 #include <unistd.h>
 
+#include "callee_saved.h"
+
 static int failures;
 static volatile sig_atomic_t alarms;
 static int wake_fd = -1;
@@ -212,28 +214,6 @@ static const char *check_restart(void)
 	return why;
 }
 
-/* Callee-saved registers around kill(getpid(), SIGUSR1) by the entry point. */
-static const unsigned long regs_in[6] = {
-	0x1111111111111111UL, 0x2222222222222222UL, 0x3333333333333333UL,
-	0x4444444444444444UL, 0x5555555555555555UL, 0x6666666666666666UL,
-};
-static unsigned long regs_after[6], regs_in_handler[6];
-static volatile sig_atomic_t usr1_seen;
-
-static void on_usr1(int sig, siginfo_t *info, void *ctx)
-{
-	const greg_t *g = ((ucontext_t *)ctx)->uc_mcontext.gregs;
-
-	(void)sig;
-	(void)info;
-	regs_in_handler[0] = g[REG_RBX];
-	regs_in_handler[1] = g[REG_RBP];
-	regs_in_handler[2] = g[REG_R12];
-	regs_in_handler[3] = g[REG_R13];
-	regs_in_handler[4] = g[REG_R14];
-	regs_in_handler[5] = g[REG_R15];
-	usr1_seen++;
-}
 
 /*
  * A signal found at the end of a bypassed call is delivered from a frame
