@@ -9,6 +9,7 @@
 #define CALLEE_SAVED_H
 
 #include <signal.h>
+#include <string.h>
 #include <ucontext.h>
 
 static const unsigned long regs_in[6] = {
@@ -31,6 +32,29 @@ static void on_usr1(int sig, siginfo_t *info, void *ctx)
 	regs_in_handler[4] = g[REG_R14];
 	regs_in_handler[5] = g[REG_R15];
 	usr1_seen++;
+}
+
+/* Catch SIGUSR1 with on_usr1(), not seen yet. */
+static int catch_usr1(void)
+{
+	struct sigaction sa = { 0 };
+
+	sa.sa_sigaction = on_usr1;
+	sa.sa_flags = SA_SIGINFO;
+	usr1_seen = 0;
+	return sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* After the call: what went wrong, or NULL. */
+static const char *callee_saved_verdict(void)
+{
+	if (usr1_seen != 1)
+		return "SIGUSR1 was not delivered at the end of the call";
+	if (memcmp(regs_in_handler, regs_in, sizeof(regs_in)))
+		return "the signal's context does not hold the caller's rbx, rbp, r12-r15";
+	if (memcmp(regs_after, regs_in, sizeof(regs_in)))
+		return "rbx, rbp or r12-r15 changed across the call";
+	return NULL;
 }
 
 #endif /* CALLEE_SAVED_H */

@@ -189,14 +189,10 @@ static const char *check_restart_block(void)
  */
 static const char *check_signal_frame(void)
 {
-	struct sigaction sa = { 0 };
 	long nr = SYS_kill, pid = getpid(), sig = SIGUSR1, ret;
 
-	sa.sa_sigaction = on_usr1;
-	sa.sa_flags = SA_SIGINFO;
-	if (sigaction(SIGUSR1, &sa, NULL))
+	if (catch_usr1())
 		return "sigaction";
-	usr1_seen = 0;
 	{
 		register const unsigned long *in __asm__("r8") = regs_in;
 		register unsigned long *out __asm__("r9") = regs_after;
@@ -227,13 +223,7 @@ static const char *check_signal_frame(void)
 	}
 	if (ret != 0)
 		return "syscall(SYS_kill, getpid(), SIGUSR1) failed";
-	if (usr1_seen != 1)
-		return "SIGUSR1 was not delivered at the end of the call";
-	if (memcmp(regs_in_handler, regs_in, sizeof(regs_in)))
-		return "the signal's context does not hold the caller's rbx, rbp, r12-r15";
-	if (memcmp(regs_after, regs_in, sizeof(regs_in)))
-		return "rbx, rbp or r12-r15 changed across syscall()";
-	return NULL;
+	return callee_saved_verdict();
 }
 
 int main(int argc, char **argv)
