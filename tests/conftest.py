@@ -52,12 +52,14 @@ def build_image(name: str, *args: str) -> str:
 _SPLICED_KERNEL_LINE = re.compile(r"(?<=[^\n])UKL: [^\n]*\n")
 
 
-def assert_suite_passed(out: str, checks: list[str]) -> None:
-    """Each named check of guest/ukl_suite.c passed, and nothing failed."""
+def assert_suite_passed(out: str, checks: list[str], program: str = "ukl_suite") -> None:
+    """Each named check of a check-running program (guest/ukl_suite.c, or
+    one of tests/programs/ printing "PROGRAM: ok CHECK" and "PROGRAM: N
+    failure(s)") passed, and nothing failed."""
     out = _SPLICED_KERNEL_LINE.sub("", out)
     for name in checks:
-        assert f"ukl_suite: ok {name}\n" in out, f"check {name} did not pass:\n{out}"
-    assert "ukl_suite: 0 failure(s)" in out, out
+        assert f"{program}: ok {name}\n" in out, f"check {name} did not pass:\n{out}"
+    assert f"{program}: 0 failure(s)" in out, out
 
 
 def fixture_name(flavour: str) -> str:

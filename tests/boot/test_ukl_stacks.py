@@ -174,9 +174,7 @@ def test_nss_no_thread_takes_a_stack_from_under_a_call(nss_stack_guard: str, smp
     # the read's frames away: an oops when the write woke it.
     res = ukl("run", nss_stack_guard, "--smp", str(smp), "--timeout", BOOT_TIMEOUT)
     out = res.stdout + res.stderr
-    for op in NSS_STACK_OPS:
-        assert f"nss_stack_guard: ok {op}\n" in out, f"{op} did not pass:\n{out}"
-    assert "nss_stack_guard: 0 failure(s)" in out, out
+    assert_suite_passed(out, NSS_STACK_OPS, program="nss_stack_guard")
     assert re.search(r"UKL: UKL_NSS: change of \[0x[0-9a-f]+, 0x[0-9a-f]+\) refused", out), out
     assert res.returncode == 0, out
 

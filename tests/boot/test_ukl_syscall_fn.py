@@ -12,16 +12,15 @@ from __future__ import annotations
 import pytest
 
 from tests.boot.test_ukl_boot import BOOT_TIMEOUT
-from tests.conftest import PROGRAMS, build_image, ukl
+from tests.conftest import PROGRAMS, assert_suite_passed, build_image, ukl
 
 pytestmark = pytest.mark.boot
 CHECKS = ["args6", "errno", "restart", "restart-block", "signal-frame"]
 
 
 def _check(out: str, code: int) -> None:
-    for check in CHECKS:
-        assert f"syscall_fn: ok {check}\n" in out, f"check {check} did not pass:\n{out}"
-    assert "syscall_fn: 0 failure(s)" in out and code == 0, out
+    assert_suite_passed(out, CHECKS, program="syscall_fn")
+    assert code == 0, out
 
 
 def test_syscall_on_stock(stock_kernel) -> None:
