@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 
@@ -38,11 +39,37 @@ def ukl(*args: str, timeout: float = 900,
                           env={**os.environ, **env} if env else None)
 
 
-def build_image(name: str, *args: str) -> str:
-    """`ukl build ARGS -o NAME`, which must succeed; returns NAME."""
+# Images built by session fixtures: several modules boot them, so they stay
+# until the session ends.
+_SESSION_IMAGES: set[str] = set()
+
+
+def build_image(name: str, *args: str, session: bool = False) -> str:
+    """`ukl build ARGS -o NAME`, which must succeed; returns NAME. A
+    session fixture's image says `session=True` so that the end of the
+    module that first asked for it does not remove it."""
+    if session:
+        _SESSION_IMAGES.add(name)
     res = ukl("build", *args, "-o", name)
     assert res.returncode == 0, res.stdout + res.stderr
     return name
+
+
+@pytest.fixture(scope="module", autouse=True)
+def images_removed_after_module() -> Iterator[None]:
+    """Remove the images (build/images/NAME) a test module created, when
+    the module ends. Every image carries its own vmlinux with debug info
+    (100-135 MB), and the whole suite's (about 7 GB) beside the kernel
+    flavours' build trees (13 GB) fills a small disk. Images that existed
+    before the module began (a user's, or a session fixture's) stay."""
+    from ukl.common import paths
+    root = paths.images_dir()
+    before = set(os.listdir(root)) if root.is_dir() else set()
+    yield
+    if not root.is_dir():
+        return
+    for name in set(os.listdir(root)) - before - _SESSION_IMAGES:
+        shutil.rmtree(root / name, ignore_errors=True)
 
 
 # A kernel message printed while the application writes a line can land
@@ -90,13 +117,14 @@ register_kernel_fixtures(globals(), flavour_names())
 @pytest.fixture(scope="session")
 def suite_ukl(ukl_kernel: Path) -> str:
     """guest/ukl_suite.c linked into the UKL base-model kernel."""
-    return build_image("t-ukl-suite", str(GUEST / "ukl_suite.c"))
+    return build_image("t-ukl-suite", str(GUEST / "ukl_suite.c"), session=True)
 
 
 @pytest.fixture(scope="session")
 def suite_stock(stock_kernel: Path) -> str:
     """guest/ukl_suite.c as an ordinary process on the stock kernel."""
-    return build_image("t-stock-suite", str(GUEST / "ukl_suite.c"), "--kernel", "stock")
+    return build_image("t-stock-suite", str(GUEST / "ukl_suite.c"), "--kernel", "stock",
+                       session=True)
 
 
 @pytest.fixture(autouse=True)
