@@ -179,6 +179,24 @@ def test_nss_no_thread_takes_a_stack_from_under_a_call(nss_stack_guard: str, smp
     assert res.returncode == 0, out
 
 
+@pytest.mark.parametrize("smp", [1, 2])
+def test_nss_direct_io_keeps_a_stack_under_a_call(nss_stack_guard: str, smp: int,
+                                                 tmp_path: Path) -> None:
+    # A thread sleeps in read() on a stack in a shared mapping of a file on
+    # an ext4 disk; the main thread writes the file with O_DIRECT. Far
+    # below the call the written page must leave the page cache (the I/O
+    # was direct); over the call's frames the pages must stay mapped and
+    # cached (the write goes through the page cache) and the read must
+    # return intact. Before kernel 0049 the direct write took the pages
+    # of the sleeping call away.
+    disk = tmp_path / "data.img"
+    res = ukl("run", nss_stack_guard, "--smp", str(smp), "--disk", f"{disk}:16M",
+              "--timeout", BOOT_TIMEOUT, "--", "direct")
+    out = res.stdout + res.stderr
+    assert_suite_passed(out, ["direct"], program="nss_stack_guard")
+    assert res.returncode == 0, out
+
+
 @pytest.fixture(scope="module")
 def init_threads_exit(ukl_nss_kernel: Path) -> str:
     return build_image("t-nss-init-threads-exit", str(PROGRAMS / "init_threads_exit.c"),

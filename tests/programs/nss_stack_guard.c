@@ -27,6 +27,12 @@
  *   file       a stack in a shared mapping of a memfd: truncating the
  *              file and punching a hole in it under the call (growing it
  *              and a hole far below are allowed)
+ *   direct     a stack in a shared mapping of a file on the disk at
+ *              /data (`ukl run --disk`): a direct-I/O write over the
+ *              call's frames must leave their pages mapped and cached
+ *              (the write goes through the page cache), one far below
+ *              must drop the page it writes as usual (not in the
+ *              default list: it needs the disk)
  *   self       a thread unmaps, protects and discards the stack under its
  *              own munmap(), mprotect() and madvise() (no reader)
  *   race       two threads loop reading a byte at a time, working a
@@ -316,6 +322,83 @@ static const char *op_file(void)
 	return why;
 }
 
+/* Whether each page of [@addr, @addr + @len) is in the page cache. */
+static const char *resident(char *addr, size_t len, int want)
+{
+	unsigned char vec[4];
+	size_t i;
+
+	if (len > sizeof(vec) * PAGE || mincore(addr, len, vec))
+		return "mincore";
+	for (i = 0; i < len / PAGE; i++)
+		if ((vec[i] & 1) != want)
+			return want ? "a direct-I/O write took a page under the call away"
+				    : "a direct-I/O write left its page cached";
+	return NULL;
+}
+
+/*
+ * A direct-I/O write of @len bytes at @off of the file (its current
+ * contents, so nothing changes), through @dfd opened with O_DIRECT.
+ */
+static const char *direct_write(int dfd, char *stack, off_t off, size_t len)
+{
+	void *buf;
+	ssize_t n;
+
+	if (posix_memalign(&buf, PAGE, len))
+		return "posix_memalign";
+	memcpy(buf, stack + off, len);
+	n = pwrite(dfd, buf, len, off);
+	free(buf);
+	return n == (ssize_t)len ? NULL : unexpected("pwrite(O_DIRECT)", n, errno);
+}
+
+/*
+ * A stack in a shared mapping of a file on a disk: a direct-I/O write
+ * invalidates the written range's cached pages in every mapping of the
+ * file, as munmap() would.
+ */
+static const char *op_direct(void)
+{
+	static const char path[] = "/data/nss-stack-guard";
+	const char *why = NULL, *woken;
+	int fd, dfd;
+	char *stack;
+	struct reader r;
+	off_t below;
+
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || ftruncate(fd, STACK_LEN))
+		return "cannot create the file (no disk at /data?)";
+	stack = mmap(NULL, STACK_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	dfd = open(path, O_RDWR | O_DIRECT);
+	if (stack == MAP_FAILED || dfd < 0)
+		return "mmap, or open with O_DIRECT";
+	memset(stack, 0x5a, STACK_LEN);
+	why = start_reader(&r, stack, STACK_LEN);
+	if (why)
+		return why;
+	below = below_call(&r) - stack;
+	/* Far below the call: the page leaves the page cache, so the I/O was direct. */
+	why = direct_write(dfd, stack, 0, PAGE);
+	if (!why)
+		why = resident(stack, PAGE, 0);
+	/* Over the call's frames: they stay, and so does what the read sleeps on. */
+	if (!why)
+		why = direct_write(dfd, stack, below, 2 * PAGE);
+	if (!why)
+		why = resident(stack + below, 2 * PAGE, 1);
+	woken = finish_reader(&r);
+	if (!why)
+		why = woken;
+	munmap(stack, STACK_LEN);
+	close(dfd);
+	close(fd);
+	unlink(path);
+	return why;
+}
+
 typedef const char *(*op_fn)(struct reader *r);
 
 /* One OP on a reader on a fresh mmap()ed stack. */
@@ -529,6 +612,8 @@ static const char *run(const char *op)
 		return op_brk();
 	if (!strcmp(op, "file"))
 		return op_file();
+	if (!strcmp(op, "direct"))
+		return op_direct();
 	if (!strcmp(op, "self"))
 		return op_self();
 	if (!strcmp(op, "race"))
