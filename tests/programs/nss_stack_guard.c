@@ -628,8 +628,8 @@ int main(int argc, char **argv)
 	const char **ops = argc > 1 ? (const char **)argv + 1 : all;
 	int n = argc > 1 ? argc - 1 : (int)(sizeof(all) / sizeof(all[0]));
 	struct reader last;
+	int i, requests = 0;
 	char *stack;
-	int i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* The heap exists before the brk OP moves the break (fopen() in it). */
@@ -637,6 +637,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		const char *why = run(ops[i]);
 
+		requests += strcmp(ops[i], "direct") != 0;
 		if (why) {
 			printf("nss_stack_guard: FAIL %s: %s\n", ops[i], why);
 			failures++;
@@ -644,7 +645,11 @@ int main(int argc, char **argv)
 			printf("nss_stack_guard: ok %s\n", ops[i]);
 		}
 	}
-	if (!kernel_log_has("UKL_NSS: change of")) {
+	/*
+	 * The refusals of requests are logged; those of the kernel's own
+	 * changes (direct's page cache invalidation) are not.
+	 */
+	if (requests && !kernel_log_has("UKL_NSS: change of")) {
 		printf("nss_stack_guard: FAIL no kernel warning for a refused change\n");
 		failures++;
 	}
