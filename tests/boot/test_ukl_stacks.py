@@ -181,7 +181,7 @@ def test_nss_no_thread_takes_a_stack_from_under_a_call(nss_stack_guard: str, smp
 
 @pytest.mark.parametrize("smp", [1, 2])
 def test_nss_direct_io_keeps_a_stack_under_a_call(nss_stack_guard: str, smp: int,
-                                                 tmp_path: Path) -> None:
+                                                  tmp_path: Path) -> None:
     # A thread sleeps in read() on a stack in a shared mapping of a file on
     # an ext4 disk; the main thread writes the file with O_DIRECT. Far
     # below the call the written page must leave the page cache (the I/O

@@ -90,6 +90,9 @@ def test_the_thunks_reach_make_and_never_configure(tmp_path: Path,
     monkeypatch.setattr(gcc_runtime.shutil, "copytree", lambda *a: None)
     monkeypatch.setattr(gcc_runtime.stamp, "record", lambda *a: None)
     monkeypatch.setattr(gcc_runtime.layout, "sysroot", lambda: tmp_path / "sysroot")
+    # The build directory too: a fresh clone has none under build/.
+    (tmp_path / "gcc-build").mkdir()
+    monkeypatch.setattr(gcc_runtime, "build_dir", lambda: tmp_path / "gcc-build")
     configured = threading.Event()
     gcc_runtime.build_libgcc(tmp_path, "headers", configured)
     gcc_runtime.build_libstdcxx(tmp_path, "headers", "symbols", configured)
