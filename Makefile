@@ -1,7 +1,9 @@
 # UKL: Unikernel Linux.
 #
-#   make run    build the kernel and the hello example, boot it under QEMU
-#   make test   the whole test suite (lint, unit, host-side toolchain, QEMU boot tests)
+#   make run        build the kernel and the hello example, boot it under QEMU
+#   make test       the test suite (lint, unit, host-side toolchain, QEMU boot
+#                   tests), but for the distribution-like flavours' tests
+#   make test-full  every test, the distribution-like flavours' too
 #
 # Both install the Debian packages they need first (`make setup`, as root).
 # Everything generated goes to build/ (ignored by git).
@@ -11,17 +13,22 @@ UKL := $(PYTHON) bin/ukl
 # Arguments for the hello program: make run ARGS="one two"
 ARGS ?=
 
-.PHONY: run test unit lint setup kernel toolchain sources catalog clean help
+.PHONY: run test test-full unit lint setup kernel toolchain sources catalog clean help
 
 help:
-	@sed -n '3,5p' Makefile
+	@sed -n '3,7p' Makefile
 
 # The hello example linked into the UKL kernel, running at CPL0.
 run: setup
 	$(UKL) build examples/hello/hello.c -o hello
 	$(UKL) run hello --timeout 300 -- $(ARGS)
 
+# The distribution-like flavours (*-distro, built on demand) are most of a
+# first build's time: their tests, marked `distro`, are test-full's.
 test: setup sources kernel toolchain
+	$(PYTHON) -m pytest --durations=25 -m "not distro" tests
+
+test-full: setup sources kernel toolchain
 	$(PYTHON) -m pytest --durations=25 tests
 
 # Unit tests only (flake8, mypy and the layering test included): no kernel
@@ -48,9 +55,9 @@ catalog: setup sources kernel toolchain
 sources:
 	$(UKL) series prepare all
 
-# Every named flavour (`ukl kernel list`): stock, the UKL base model, one
-# per option marked in kernel/options.ini, and kernel/flavours.ini's
-# combinations. The tests use each.
+# Every named flavour (`ukl kernel list`) but those built on demand: stock,
+# the UKL base model, one per option marked in kernel/options.ini, and
+# kernel/flavours.ini's combinations. The tests use each.
 kernel:
 	$(UKL) kernel build
 

@@ -114,6 +114,18 @@ def register_kernel_fixtures(namespace: dict[str, object], names: list[str]) -> 
 register_kernel_fixtures(globals(), flavour_names())
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `distro` every test that boots a distribution-like flavour
+    (`*-distro`, `ukl-distro+...`): one in a module named for them, one
+    whose fixtures build one, or one parametrised with one (by kernel or
+    image name). `make test` leaves them out: a first build of those
+    configurations is most of what they cost; `make test-full` runs them."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", [])
+        if "distro" in item.nodeid or any("distro" in name for name in fixtures):
+            item.add_marker(pytest.mark.distro)
+
+
 @pytest.fixture(scope="session")
 def suite_ukl(ukl_kernel: Path) -> str:
     """guest/ukl_suite.c linked into the UKL base-model kernel."""
