@@ -24,7 +24,11 @@
  * thread is the watchdog: it
  * prints progress, interrupts a worker that made no progress for a
  * second, names one stuck for STALL_S seconds with its current call and
- * starts another in its place, and ends the run.
+ * lets another take its place, and ends the run. The replacements are
+ * started with the workers and wait: by the time one is needed the calls
+ * may have changed what a new thread needs (the limits, the address
+ * space), and the application that fuzzes itself (no fork) had only its
+ * first threads for the whole run.
  *
  * Output lines the host reads (ukl/fuzz.py):
  *   fuzz: seed S seconds N threads T cpl C
@@ -64,6 +68,7 @@
 #define MAX_THREADS	8
 /* Workers, with the ones started for workers stuck in a call. */
 #define MAX_WORKERS	32
+#define SPARE_WORKERS	8	/* started waiting, to replace stalled ones */
 #define OUT_FD		1023		/* the console; no pool holds it */
 #define SCRATCH_ADDR	0x10000000UL
 #define SCRATCH_PAGES	16
@@ -102,6 +107,7 @@ struct worker {
 	pid_t tid;
 	uint64_t rng;
 	timer_t timer;
+	volatile int active;	/* a spare waits until the watchdog sets it */
 	volatile unsigned long calls;
 	volatile unsigned long ok;
 	struct call current;	/* written before each call, read by the watchdog */
@@ -443,6 +449,8 @@ static void *work(void *arg)
 	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGALRM };
 
 	w->tid = (pid_t)syscall(SYS_gettid);
+	while (!w->active && !h->stop)
+		usleep(100000);
 	ev._sigev_un._tid = w->tid;
 	if (timer_create(CLOCK_MONOTONIC, &ev, &w->timer))
 		out("fuzz: timer_create: %s\n", strerror(errno));
@@ -501,22 +509,37 @@ static char task_state(pid_t tid)
 	return p && p[1] && p[2] ? p[2] : '?';
 }
 
-/* Worker i draws from its own stream of the seed. */
-static int start_worker(unsigned long seed)
+/* Worker i draws from its own stream of the seed; a spare waits. */
+static int start_worker(unsigned long seed, int active)
 {
 	struct worker *w;
+	int err;
 
 	if (h->nworkers == MAX_WORKERS)
 		return -1;
 	w = &h->workers[h->nworkers];
 	w->id = h->nworkers;
 	w->rng = seed * 1000003 + (uint64_t)w->id;
-	if (pthread_create(&w->thread, NULL, work, w)) {
-		out("fuzz: pthread_create failed\n");
+	w->active = active;
+	err = pthread_create(&w->thread, NULL, work, w);
+	if (err) {
+		out("fuzz: pthread_create failed: %s\n", strerror(err));
 		return -1;
 	}
 	/* Published after the thread exists: the watchdog reads it. */
 	h->nworkers++;
+	return 0;
+}
+
+/* Let a waiting spare worker take over; 0 when none is left. */
+static int release_spare(void)
+{
+	for (int i = 0; i < h->nworkers; i++) {
+		if (!h->workers[i].active) {
+			h->workers[i].active = 1;
+			return 1;
+		}
+	}
 	return 0;
 }
 
@@ -696,8 +719,8 @@ static int fuzz_main(unsigned long seed, unsigned long seconds, int nthreads)
 	setup_pools();
 
 	h->nworkers = 0;
-	for (int i = 0; i < nthreads; i++)
-		if (start_worker(seed))
+	for (int i = 0; i < nthreads + SPARE_WORKERS; i++)
+		if (start_worker(seed, i < nthreads))
 			return 2;
 	if (setrlimit(RLIMIT_AS, &as))
 		out("fuzz: setrlimit(RLIMIT_AS): %s\n", strerror(errno));
@@ -712,6 +735,8 @@ static int fuzz_main(unsigned long seed, unsigned long seconds, int nthreads)
 			unsigned long calls = w->calls;
 
 			total += calls;
+			if (!w->active)
+				continue;
 			idle[i] = calls == seen[i] ? idle[i] + 1 : 0;
 			seen[i] = calls;
 			/* Its timer may be gone (the calls reach timers too):
@@ -727,7 +752,7 @@ static int fuzz_main(unsigned long seed, unsigned long seconds, int nthreads)
 					 task_state(w->tid));
 				describe(&w->current, prefix);
 				h->stalled++;
-				if (start_worker(seed))
+				if (!release_spare() && start_worker(seed, 1))
 					out("fuzz: no slot for another worker\n");
 			}
 		}

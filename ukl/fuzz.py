@@ -4,9 +4,11 @@ each kernel flavour, checked from outside.
 Each flavour's kernel links guest/fuzz.c (an ordinary process on stock)
 and boots on the CPUs asked for, with an ordinary busybox process beside
 it that counts every second into /tmp/peer.count. A run passes when the
-fuzzer finishes its time, no call raised a signal in it or stalled a
-worker, the kernel log holds no complaint (ukl/qemu/complaints.py) and the
-ordinary process is still counting. Results go to results/NAME/:
+fuzzer finishes its time with a worker still making calls (one blocked
+for good in a call is replaced by a spare; none left to take over ends
+the fuzzing early, a failure), no call raised a signal in it, the kernel
+log holds no complaint (ukl/qemu/complaints.py) and the ordinary process
+is still counting. Results go to results/NAME/:
 fuzz.csv, fuzz.md and meta.json, rewritten after every flavour. A failure
 prints the seed and the call the fuzzer was making, and how to replay it
 with every call logged.
@@ -45,6 +47,8 @@ FIELDS = ("flavour", "cpu_model", "seed", "seconds", "cpus", "threads", "calls",
 _DONE = re.compile(r"^fuzz: done calls (\d+) distinct (\d+) ok (\d+) stalled (\d+) "
                    r"peer-alive (\w+)", re.M)
 _FINDING = re.compile(r"^fuzz: signal .*$", re.M)
+# guest/fuzz.c, when a stalled worker found no spare to take its place.
+NO_WORKER_LEFT = "fuzz: no slot for another worker"
 _PROGRESS = re.compile(r"^fuzz: progress (\d+)$", re.M)
 
 
@@ -101,23 +105,35 @@ def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
                            program_args=program_args(seed, seconds, threads, log_calls))
     ran = run.run(opts, log_name=name, timeout=seconds + BOOT_MARGIN_S, echo=False)
     console = ran.log.read_text(errors="replace")
+    problems = findings(console, ran.exit_code, ran.problem, ran.complaints)
+    if problems:
+        return outcome("fail", "; ".join(problems), ran.log, counts(console))
+    return outcome("pass", "no finding", ran.log, counts(console))
+
+
+def findings(console: str, exit_code: int, problem: str,
+             complaints: list[str]) -> list[str]:
+    """What fails a run, from the fuzzer's console, how the guest ended
+    and the kernel's complaints: empty for a pass."""
     done = _DONE.search(console)
     problems = [m.group(0) for m in _FINDING.finditer(console)]
-    problems += [f"kernel: {c}" for c in ran.complaints]
+    problems += [f"kernel: {c}" for c in complaints]
     if done is None:
-        why = f": {ran.problem}" if ran.problem else ""
-        problems.append(f"no end of run (status {ran.exit_code}{why})")
+        why = f": {problem}" if problem else ""
+        problems.append(f"no end of run (status {exit_code}{why})")
     elif done.group(5) != "yes" and NO_HELPERS_LINE not in console:
         peer = re.findall(r"^fuzz: peer: (.*)$", console, re.M)
         problems.append("the ordinary process beside the fuzzer stopped counting" +
                         (f" ({'; '.join(dict.fromkeys(peer))[:400]})" if peer else ""))
-    elif ran.exit_code != 0:
-        problems.append(f"exit status {ran.exit_code}")
-    if problems:
-        return outcome("fail", "; ".join(problems), ran.log, counts(console))
+    elif exit_code != 0:
+        problems.append(f"exit status {exit_code}")
     # A worker blocked for good in a call (a signal mask it was given, a
-    # wait nothing ends) is not a finding: another took its place.
-    return outcome("pass", "no finding", ran.log, counts(console))
+    # wait nothing ends) is not a finding while a spare takes its place;
+    # with none left the rest of the run made no calls.
+    if NO_WORKER_LEFT in console:
+        problems.append("every worker blocked for good in a call and none was left to take "
+                        "over: the fuzzing stopped early")
+    return problems
 
 
 def replay_hint(o: Outcome) -> str:
