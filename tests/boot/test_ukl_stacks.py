@@ -40,11 +40,6 @@ def nss_stack_guard(ukl_nss_kernel: Path) -> str:
                        "--kernel", "ukl-nss")
 
 
-@pytest.fixture(scope="module")
-def suite_base(ukl_kernel) -> str:
-    return build_image("t-ukl-suite", SUITE)
-
-
 def test_pf_df_base_model_suite_and_reroutes(suite_pfdf: str) -> None:
     # Stack growth (7.5 MiB recursion, new thread stacks) and copy on write
     # after fork all fault with the frame push failing: each must come back
@@ -57,11 +52,11 @@ def test_pf_df_base_model_suite_and_reroutes(suite_pfdf: str) -> None:
     assert rc == 0, out
 
 
-def test_pf_ss_is_the_default_and_has_no_reroutes(suite_base: str) -> None:
+def test_pf_ss_is_the_default_and_has_no_reroutes(suite_ukl: str) -> None:
     # The base model uses UKL_PF_SS: no #DF route exists to count.
     # Stack growth works there too (the #PF IST stack), and the pf-df
     # check can fail.
-    rc, out = _run(suite_base, "stack", "pf-df")
+    rc, out = _run(suite_ukl, "stack", "pf-df")
     assert "ukl_suite: ok stack\n" in out, out
     assert "FAIL pf-df: no /sys/module/ukl/parameters/pf_df_reroutes" in out, out
     assert rc == 1, out
@@ -110,10 +105,10 @@ def test_nss_ps_failed_thread_creation_keeps_the_creators_stack(suite_nss_ps: st
     assert rc == 0, out
 
 
-def test_base_model_switches_stacks_for_system_calls(suite_base: str) -> None:
+def test_base_model_switches_stacks_for_system_calls(suite_ukl: str) -> None:
     # The nss-ps-stack check can fail: the base model's stacks are in the
     # user half and no kernel frame lands below the stack pointer.
-    rc, out = _run(suite_base, "nss-ps-stack")
+    rc, out = _run(suite_ukl, "nss-ps-stack")
     assert "a 1 us sleep changed 0 bytes below the stack pointer" in out, out
     assert "FAIL nss-ps-stack" in out and rc == 1, out
 
