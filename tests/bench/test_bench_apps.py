@@ -72,3 +72,27 @@ def test_host_client_table() -> None:
     assert "| redis | SET | stock-deployed | 30000.0 | 0.0 | 0.0 | 0.0 | 2.700 |" in md
     assert md.rstrip().endswith("| 1.20 |")
     assert "stock-deployed insns / these" in md
+
+
+def test_host_client_table_over_repetitions() -> None:
+    # Three boots per config: cells are medians, the instructions cell
+    # carries the lowest and highest, the ratio is of the medians.
+    zero = {k: 0.0 for k, _ in apps_host.COLUMNS}
+    rows = [apps_host.Served(c, "redis", "GET", 1000, {**zero, "insns": insns, "entries": e},
+                             rep)
+            for rep, (s, u) in enumerate(((30000.0, 26000.0), (31000.0, 25000.0),
+                                          (29000.0, 24000.0)))
+            for c, insns, e in (("stock-deployed", s, 2.0 + rep), ("ukl-deployed", u, 0.0))]
+    md = apps_host.markdown(rows, ["stock-deployed", "ukl-deployed"])
+    assert "median of 3 boots" in md
+    assert ("| redis | GET | stock-deployed | 30000.0 (29000-31000) | 0.0 | 0.0 | 0.0 | 3.000 |"
+            in md)
+    assert "| redis | GET | ukl-deployed | 25000.0 (24000-26000) |" in md
+    assert md.rstrip().endswith("| 1.20 |")
+
+
+def test_reps_needs_the_host_client(tmp_path: Path) -> None:
+    res = ukl("bench-apps", "redis", "--reps", "3", "--name", "r",
+              env={"UKL_RESULTS_DIR": str(tmp_path)})
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.startswith("ukl: error: --reps needs --client host")

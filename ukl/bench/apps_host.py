@@ -13,6 +13,7 @@ Output, results/NAME/: apps-host.md, apps-host.csv, apps-host-meta.json.
 from __future__ import annotations
 
 import socket
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -84,6 +85,8 @@ class Served:
     op: str
     requests: int
     per_request: dict[str, float]
+    # Which repetition (a boot of its own) the figures come from.
+    rep: int = 0
 
 
 def _answers(port: int, server: Server) -> bool:
@@ -145,7 +148,8 @@ def _stop(server: Server) -> None:
         pass
 
 
-def run_app(app: str, flavour: Flavour, requests: int, plugin: Path) -> list[Served]:
+def run_app(app: str, flavour: Flavour, requests: int, plugin: Path,
+            rep: int = 0) -> list[Served]:
     server = SERVERS[app]
     window_tool = process.compile_static([COUNT_WINDOW], "count_window",
                                          [f"-I{COUNT_WINDOW.parent}"])
@@ -180,52 +184,74 @@ def run_app(app: str, flavour: Flavour, requests: int, plugin: Path) -> list[Ser
             raise UklError(f"{app} on {flavour.name}: no counting window for {op} "
                            f"({counts_csv})")
         served.append(Served(flavour.name, app, op, requests,
-                             {key: value / requests for key, value in w.counts.items()}))
+                             {key: value / requests for key, value in w.counts.items()}, rep))
     return served
 
 
+def _median(rows: list[Served]) -> dict[str, float]:
+    return {k: statistics.median(r.per_request[k] for r in rows) for k, _ in COLUMNS}
+
+
 def markdown(rows: list[Served], configs: list[str]) -> str:
+    """Each cell is the median over the repetitions; with more than one,
+    the instructions cell adds the lowest and highest in brackets, since
+    how the host's packets meet the guest's instruction clock changes the
+    network stack's batching from one boot to the next."""
     base = configs[0]
+    reps = len({r.rep for r in rows})
     lines = [f"Per request, everything the guest executed while a client on the host sent "
              f"its requests ({CLIENTS} connections) through QEMU's port forward: the server, "
              "the network stack, interrupts (and the few system calls that open and close "
              "each counting window). Counted by the ukl_counts QEMU plugin under "
-             "`-icount shift=0,sleep=off`; instructions, not time.", "",
-             "| app | op | config | " + " | ".join(h for _, h in COLUMNS) +
-             f" | {base} insns / these |", "|---|---|---|" + "---|" * (len(COLUMNS) + 1)]
-    index = {(r.config, r.app, r.op): r for r in rows}
+             "`-icount shift=0,sleep=off`; instructions, not time."]
+    if reps > 1:
+        lines.append(f"Each figure is the median of {reps} boots (repetitions, taken in turn "
+                     "over the configurations); guest instructions show the lowest and "
+                     "highest in brackets.")
+    lines += ["", "| app | op | config | " + " | ".join(h for _, h in COLUMNS) +
+              f" | {base} insns / these |", "|---|---|---|" + "---|" * (len(COLUMNS) + 1)]
+    groups: dict[tuple[str, str, str], list[Served]] = {}
+    for r in rows:
+        groups.setdefault((r.config, r.app, r.op), []).append(r)
     for app, op in dict.fromkeys((r.app, r.op) for r in rows):
-        first = index.get((base, app, op))
+        first = groups.get((base, app, op))
+        base_insns = _median(first)["insns"] if first else 0.0
         for c in configs:
-            r = index.get((c, app, op))
-            if r is None:
+            group = groups.get((c, app, op))
+            if group is None:
                 continue
-            ratio = (f"{first.per_request['insns'] / r.per_request['insns']:.2f}"
-                     if first and r.per_request["insns"] else "-")
-            cells = [f"{r.per_request[k]:.1f}" if k.startswith("insns") else
-                     f"{r.per_request[k]:.3f}" for k, _ in COLUMNS]
+            med = _median(group)
+            ratio = f"{base_insns / med['insns']:.2f}" if first and med["insns"] else "-"
+            cells = [f"{med[k]:.1f}" if k.startswith("insns") else f"{med[k]:.3f}"
+                     for k, _ in COLUMNS]
+            if len(group) > 1:
+                insns = [r.per_request["insns"] for r in group]
+                cells[0] += f" ({min(insns):.0f}-{max(insns):.0f})"
             lines.append(f"| {app} | {op} | {c} | " + " | ".join(cells) + f" | {ratio} |")
     return "\n".join(lines) + "\n"
 
 
 def bench_apps_host(name: str, apps: list[str], configs: list[Flavour], requests: int,
-                    command: str) -> Path:
+                    command: str, reps: int = 1) -> Path:
     unknown = [a for a in apps if a not in SERVERS]
     if unknown:
         raise UsageError(f"unknown app(s) {', '.join(unknown)}; choose from "
                          f"{', '.join(SERVERS)}")
     plugin = counts.build()
     rows: list[Served] = []
-    for app in apps or list(SERVERS):
-        for c in configs:
-            rows += run_app(app, c, requests, plugin)
+    # Repetitions outermost: a drift in the host's timing then spreads over
+    # every configuration instead of landing on one.
+    for rep in range(reps):
+        for app in apps or list(SERVERS):
+            for c in configs:
+                rows += run_app(app, c, requests, plugin, rep)
     out = ResultsWriter(name, command)
     keys = [k for k, _ in COLUMNS]
-    out.csv("apps-host.csv", ("config", "app", "op", "requests", *keys),
-            [(r.config, r.app, r.op, r.requests, *(f"{r.per_request[k]:.3f}" for k in keys))
-             for r in rows])
+    out.csv("apps-host.csv", ("config", "app", "op", "rep", "requests", *keys),
+            [(r.config, r.app, r.op, r.rep, r.requests,
+              *(f"{r.per_request[k]:.3f}" for k in keys)) for r in rows])
     out.markdown("apps-host.md", markdown(rows, [c.name for c in configs]))
-    out.meta("apps-host-meta.json", configs, requests=requests, clients=CLIENTS,
+    out.meta("apps-host-meta.json", configs, requests=requests, clients=CLIENTS, reps=reps,
              client="the host, through QEMU's port forward",
              cpu_models={c.name: c.cpu for c in configs}, accel=ACCEL)
     return out.dir

@@ -23,14 +23,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(throughput per guest instruction; default), or on the host through the "
                    "port forward (the server side only: guest instructions and privilege "
                    "transitions per request, from the ukl_counts plugin) -> apps-host.*")
+    p.add_argument("--reps", type=int, default=1,
+                   help="with --client host: boots per app and config, reported as the "
+                   "median with the lowest and highest (default 1)")
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     if args.requests < 1:
         raise UsageError("--requests must be at least 1")
+    if args.reps < 1:
+        raise UsageError("--reps must be at least 1")
+    if args.reps > 1 and args.client != "host":
+        raise UsageError("--reps needs --client host (the guest client's figures are "
+                         "throughput per instruction, one boot each)")
     if args.client == "host":
         out = apps_host.bench_apps_host(args.name, list(args.apps), flavours(args.configs),
-                                        args.requests, inv.command_line)
+                                        args.requests, inv.command_line, args.reps)
         print(f"ukl: results in {out} (apps-host.md, apps-host.csv, apps-host-meta.json)",
               file=sys.stderr)
         return 0
