@@ -83,8 +83,8 @@ def test_host_client_table_over_repetitions() -> None:
             for rep, (s, u) in enumerate(((30000.0, 26000.0), (31000.0, 25000.0),
                                           (29000.0, 24000.0)))
             for c, insns, e in (("stock-deployed", s, 2.0 + rep), ("ukl-deployed", u, 0.0))]
-    md = apps_host.markdown(rows, ["stock-deployed", "ukl-deployed"])
-    assert "median of 3 boots" in md
+    md = apps_host.markdown(rows, ["stock-deployed", "ukl-deployed"], connections=1)
+    assert "median of 3 boots" in md and "(1 connection)" in md
     assert ("| redis | GET | stock-deployed | 30000.0 (29000-31000) | 0.0 | 0.0 | 0.0 | 3.000 |"
             in md)
     assert "| redis | GET | ukl-deployed | 25000.0 (24000-26000) |" in md
@@ -95,4 +95,4 @@ def test_reps_needs_the_host_client(tmp_path: Path) -> None:
     res = ukl("bench-apps", "redis", "--reps", "3", "--name", "r",
               env={"UKL_RESULTS_DIR": str(tmp_path)})
     assert res.returncode == 2, res.stdout + res.stderr
-    assert res.stderr.startswith("ukl: error: --reps needs --client host")
+    assert res.stderr.startswith("ukl: error: --reps and --connections need --client host")

@@ -39,6 +39,7 @@ ACCEL = "tcg"
 COUNT_WINDOW = paths.REPO_ROOT / "guest" / "count_window.c"
 CONTROL_PORT = 7777
 HOST_CONTROL_PORT = 17777
+# Connections the host's client keeps open (the default of --connections).
 CLIENTS = 4
 RUN_TIMEOUT = 3600.0
 READY_WITHIN = 600.0
@@ -116,7 +117,7 @@ class _Control:
         self.conn.close()
 
 
-def _load(app: str, server: Server, requests: int) -> None:
+def _load(app: str, server: Server, requests: int, connections: int) -> None:
     """Run the host's client against the server, each operation in its
     counting window (window k: server.ops[k])."""
     if app == "redis":
@@ -126,7 +127,7 @@ def _load(app: str, server: Server, requests: int) -> None:
             for k, op in enumerate(server.ops):
                 control.say("begin", k)
                 subprocess.run([str(tools["redis-benchmark"]), "-h", "127.0.0.1", "-p",
-                                str(server.host_port), "-n", str(requests), "-c", str(CLIENTS),
+                                str(server.host_port), "-n", str(requests), "-c", str(connections),
                                 "-t", op.lower(), "-q"], check=True, capture_output=True,
                                timeout=RUN_TIMEOUT)
                 control.say("end", k)
@@ -134,8 +135,8 @@ def _load(app: str, server: Server, requests: int) -> None:
             control.close()
     else:
         memclient = process.compile_static([MEMCLIENT], "memclient")
-        subprocess.run([str(memclient), "127.0.0.1", str(server.host_port), str(CLIENTS),
-                        str(max(requests // CLIENTS, 1)), str(HOST_CONTROL_PORT)],
+        subprocess.run([str(memclient), "127.0.0.1", str(server.host_port), str(connections),
+                        str(max(requests // connections, 1)), str(HOST_CONTROL_PORT)],
                        check=True, capture_output=True, timeout=RUN_TIMEOUT)
 
 
@@ -149,7 +150,7 @@ def _stop(server: Server) -> None:
 
 
 def run_app(app: str, flavour: Flavour, requests: int, plugin: Path,
-            rep: int = 0) -> list[Served]:
+            rep: int = 0, connections: int = CLIENTS) -> list[Served]:
     server = SERVERS[app]
     window_tool = process.compile_static([COUNT_WINDOW], "count_window",
                                          [f"-I{COUNT_WINDOW.parent}"])
@@ -171,7 +172,7 @@ def run_app(app: str, flavour: Flavour, requests: int, plugin: Path,
     try:
         guest.wait_until(lambda: _answers(server.host_port, server), READY_WITHIN,
                          f"{server.package} did not answer on port {server.host_port}")
-        _load(app, server, requests)
+        _load(app, server, requests, connections)
     finally:
         _stop(server)
         ended = guest.join()
@@ -192,7 +193,7 @@ def _median(rows: list[Served]) -> dict[str, float]:
     return {k: statistics.median(r.per_request[k] for r in rows) for k, _ in COLUMNS}
 
 
-def markdown(rows: list[Served], configs: list[str]) -> str:
+def markdown(rows: list[Served], configs: list[str], connections: int = CLIENTS) -> str:
     """Each cell is the median over the repetitions; with more than one,
     the instructions cell adds the lowest and highest in brackets, since
     how the host's packets meet the guest's instruction clock changes the
@@ -200,7 +201,8 @@ def markdown(rows: list[Served], configs: list[str]) -> str:
     base = configs[0]
     reps = len({r.rep for r in rows})
     lines = [f"Per request, everything the guest executed while a client on the host sent "
-             f"its requests ({CLIENTS} connections) through QEMU's port forward: the server, "
+             f"its requests ({connections} connection{'s' if connections > 1 else ''}) "
+             "through QEMU's port forward: the server, "
              "the network stack, interrupts (and the few system calls that open and close "
              "each counting window). Counted by the ukl_counts QEMU plugin under "
              "`-icount shift=0,sleep=off`; instructions, not time."]
@@ -232,7 +234,7 @@ def markdown(rows: list[Served], configs: list[str]) -> str:
 
 
 def bench_apps_host(name: str, apps: list[str], configs: list[Flavour], requests: int,
-                    command: str, reps: int = 1) -> Path:
+                    command: str, reps: int = 1, connections: int = CLIENTS) -> Path:
     unknown = [a for a in apps if a not in SERVERS]
     if unknown:
         raise UsageError(f"unknown app(s) {', '.join(unknown)}; choose from "
@@ -244,14 +246,14 @@ def bench_apps_host(name: str, apps: list[str], configs: list[Flavour], requests
     for rep in range(reps):
         for app in apps or list(SERVERS):
             for c in configs:
-                rows += run_app(app, c, requests, plugin, rep)
+                rows += run_app(app, c, requests, plugin, rep, connections)
     out = ResultsWriter(name, command)
     keys = [k for k, _ in COLUMNS]
     out.csv("apps-host.csv", ("config", "app", "op", "rep", "requests", *keys),
             [(r.config, r.app, r.op, r.rep, r.requests,
               *(f"{r.per_request[k]:.3f}" for k in keys)) for r in rows])
-    out.markdown("apps-host.md", markdown(rows, [c.name for c in configs]))
-    out.meta("apps-host-meta.json", configs, requests=requests, clients=CLIENTS, reps=reps,
+    out.markdown("apps-host.md", markdown(rows, [c.name for c in configs], connections))
+    out.meta("apps-host-meta.json", configs, requests=requests, clients=connections, reps=reps,
              client="the host, through QEMU's port forward",
              cpu_models={c.name: c.cpu for c in configs}, accel=ACCEL)
     return out.dir

@@ -23,6 +23,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(throughput per guest instruction; default), or on the host through the "
                    "port forward (the server side only: guest instructions and privilege "
                    "transitions per request, from the ukl_counts plugin) -> apps-host.*")
+    p.add_argument("--connections", type=int, default=apps_host.CLIENTS,
+                   help="with --client host: connections the client keeps open (default "
+                   f"{apps_host.CLIENTS}; 1 sends each request after the last reply, so no "
+                   "request arrives while the server works on another)")
     p.add_argument("--reps", type=int, default=1,
                    help="with --client host: boots per app and config, reported as the "
                    "median with the lowest and highest (default 1)")
@@ -33,12 +37,15 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
         raise UsageError("--requests must be at least 1")
     if args.reps < 1:
         raise UsageError("--reps must be at least 1")
-    if args.reps > 1 and args.client != "host":
-        raise UsageError("--reps needs --client host (the guest client's figures are "
-                         "throughput per instruction, one boot each)")
+    if args.connections < 1:
+        raise UsageError("--connections must be at least 1")
+    if args.client != "host" and (args.reps > 1 or args.connections != apps_host.CLIENTS):
+        raise UsageError("--reps and --connections need --client host (the guest "
+                         "client's figures are throughput per instruction, one boot each)")
     if args.client == "host":
         out = apps_host.bench_apps_host(args.name, list(args.apps), flavours(args.configs),
-                                        args.requests, inv.command_line, args.reps)
+                                        args.requests, inv.command_line, args.reps,
+                                        args.connections)
         print(f"ukl: results in {out} (apps-host.md, apps-host.csv, apps-host-meta.json)",
               file=sys.stderr)
         return 0
