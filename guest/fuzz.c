@@ -32,7 +32,7 @@
  *
  * Output lines the host reads (ukl/fuzz.py):
  *   fuzz: seed S seconds N threads T cpl C
- *   fuzz: progress CALLS
+ *   fuzz: progress CALLS at ELAPSED s
  *   fuzz: stalled worker W call NR(a0, ..., a5) #INDEX
  *   fuzz: signal SIG (code C) in worker W call NR(...) #INDEX
  *   fuzz: signal SIG ended the fuzzing process, then each worker's call
@@ -592,8 +592,13 @@ static void setup_scratch(uint64_t seed)
 			*q += 32;
 }
 
-/* The ordinary process beside the application (the image's helper)
- * writes a rising count; it is alive if the count still rises. */
+/*
+ * The ordinary process beside the application (the image's helper) writes
+ * a rising count; it is alive if the count still rises. This is the
+ * fuzzer's own view, for the reader: ukl/fuzz.py judges from the counts
+ * the peer says on the console, since an application that fuzzes itself
+ * may have lost what it needs to open the file.
+ */
 static long peer_count(void)
 {
 	char buf[32] = "";
@@ -631,7 +636,12 @@ static void diagnose_peer(void)
 	struct statvfs tmp;
 	struct dirent *e;
 	DIR *proc;
+	int fd = open("/tmp/peer.count", O_RDONLY);
 
+	if (fd < 0)
+		out("fuzz: peer: the fuzzer cannot open /tmp/peer.count: %s\n", strerror(errno));
+	else
+		close(fd);
 	print_line_of("/proc/meminfo", "MemAvailable");
 	print_line_of("/proc/meminfo", "Committed_AS");
 	print_line_of("/proc/meminfo", "CommitLimit");
@@ -757,7 +767,7 @@ static int fuzz_main(unsigned long seed, unsigned long seconds, int nthreads)
 			}
 		}
 		if (t % 10 == 9 || total - last > 100000) {
-			out("fuzz: progress %lu\n", h->calls_before + total);
+			out("fuzz: progress %lu at %lu s\n", h->calls_before + total, h->elapsed);
 			last = total;
 		}
 	}

@@ -3,12 +3,13 @@ each kernel flavour, checked from outside.
 
 Each flavour's kernel links guest/fuzz.c (an ordinary process on stock)
 and boots on the CPUs asked for, with an ordinary busybox process beside
-it that counts every second into /tmp/peer.count. A run passes when the
-fuzzer finishes its time with a worker still making calls (one blocked
-for good in a call is replaced by a spare; none left to take over ends
-the fuzzing early, a failure), no call raised a signal in it, the kernel
-log holds no complaint (ukl/qemu/complaints.py) and the ordinary process
-is still counting. Results go to results/NAME/:
+it that counts every second into /tmp/peer.count and says its count on
+the console every PEER_EVERY. A run passes when the fuzzer finishes its
+time with a worker still making calls (one blocked for good in a call is
+replaced by a spare; none left to take over ends the fuzzing early, a
+failure), no call raised a signal in it, the kernel log holds no
+complaint (ukl/qemu/complaints.py) and the ordinary process was still
+counting at the end, as its console lines show. Results go to results/NAME/:
 fuzz.csv, fuzz.md and meta.json, rewritten after every flavour. A failure
 prints the seed and the call the fuzzer was making, and how to replay it
 with every call logged.
@@ -35,11 +36,20 @@ from ukl.results import ResultsWriter
 ACCEL = "tcg"
 
 FUZZER = paths.REPO_ROOT / "guest" / "fuzz.c"
-# The ordinary process beside the application; it says on the console
-# when it cannot write its count or sleep (fuzz.c reads the count).
+# The ordinary process beside the application. It says its count on the
+# console every PEER_EVERY counts, and when it cannot write its count or
+# sleep. Whether it lived to the end is judged from those lines, outside
+# the guest: the fuzzer's own reading of /tmp/peer.count fails when the
+# application fuzzes itself (no fork under UKL_NSS) and its calls have
+# taken its file descriptors, limits or root.
+PEER_EVERY = 5
 PEER = ("n=0; while :; do n=$((n+1)); "
         "echo $n > /tmp/peer.count || echo \"fuzz: peer: cannot write its count $n\"; "
+        f"[ $((n % {PEER_EVERY})) -eq 0 ] && echo \"fuzz: peer-count $n\"; "
         "sleep 1 || echo \"fuzz: peer: sleep failed at $n\"; done")
+# The peer must have said its count after the fuzzer's progress line at
+# this many seconds before the end (half the run for a short one).
+PEER_LAST_S = 60
 # Boot, image unpacking and the fuzzer's own wind-down, beyond its seconds.
 BOOT_MARGIN_S = 240.0
 FIELDS = ("flavour", "cpu_model", "seed", "seconds", "cpus", "threads", "calls", "distinct", "ok",
@@ -49,7 +59,8 @@ _DONE = re.compile(r"^fuzz: done calls (\d+) distinct (\d+) ok (\d+) stalled (\d
 _FINDING = re.compile(r"^fuzz: signal .*$", re.M)
 # guest/fuzz.c, when a stalled worker found no spare to take its place.
 NO_WORKER_LEFT = "fuzz: no slot for another worker"
-_PROGRESS = re.compile(r"^fuzz: progress (\d+)$", re.M)
+_PROGRESS = re.compile(r"^fuzz: progress (\d+)(?: at (\d+) s)?$", re.M)
+_PEER_COUNT = re.compile(r"^fuzz: peer-count (\d+)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -77,7 +88,17 @@ def counts(console: str) -> tuple[int, int, int, int]:
     if done:
         return int(done.group(1)), int(done.group(2)), int(done.group(3)), int(done.group(4))
     progress = _PROGRESS.findall(console)
-    return (int(progress[-1]) if progress else 0), 0, 0, 0
+    return (int(progress[-1][0]) if progress else 0), 0, 0, 0
+
+
+def peer_counted_to_the_end(console: str, seconds: int) -> bool:
+    """Whether the ordinary process said its count on the console after
+    the fuzzer's progress line at PEER_LAST_S seconds before the end (at
+    half time for a run shorter than twice that)."""
+    mark = seconds - min(PEER_LAST_S, seconds // 2)
+    late = next((m for m in _PROGRESS.finditer(console)
+                 if m.group(2) is not None and int(m.group(2)) >= mark), None)
+    return late is not None and _PEER_COUNT.search(console, late.end()) is not None
 
 
 def program_args(seed: int, seconds: int, threads: int, log_calls: bool) -> list[str]:
@@ -103,25 +124,29 @@ def fuzz(kernel: Flavour, seed: int, seconds: int, cpus: int, threads: int,
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=cpus, mem="1G",
                            cpu=cpu_model, accel=ACCEL,
                            program_args=program_args(seed, seconds, threads, log_calls))
-    ran = run.run(opts, log_name=name, timeout=seconds + BOOT_MARGIN_S, echo=False)
+    # One console log per CPU model: a campaign runs a flavour on several.
+    log_name = name if cpu_model == "max" else f"{name}-{cpu_model}"
+    ran = run.run(opts, log_name=log_name, timeout=seconds + BOOT_MARGIN_S, echo=False)
     console = ran.log.read_text(errors="replace")
-    problems = findings(console, ran.exit_code, ran.problem, ran.complaints)
+    problems = findings(console, ran.exit_code, ran.problem, ran.complaints, seconds)
     if problems:
         return outcome("fail", "; ".join(problems), ran.log, counts(console))
     return outcome("pass", "no finding", ran.log, counts(console))
 
 
 def findings(console: str, exit_code: int, problem: str,
-             complaints: list[str]) -> list[str]:
-    """What fails a run, from the fuzzer's console, how the guest ended
-    and the kernel's complaints: empty for a pass."""
+             complaints: list[str], seconds: int) -> list[str]:
+    """What fails a run of `seconds`, from the fuzzer's console, how the
+    guest ended and the kernel's complaints: empty for a pass."""
     done = _DONE.search(console)
     problems = [m.group(0) for m in _FINDING.finditer(console)]
     problems += [f"kernel: {c}" for c in complaints]
     if done is None:
         why = f": {problem}" if problem else ""
         problems.append(f"no end of run (status {exit_code}{why})")
-    elif done.group(5) != "yes" and NO_HELPERS_LINE not in console:
+    elif NO_HELPERS_LINE not in console and not peer_counted_to_the_end(console, seconds):
+        # The fuzzer's own view (done.group(5)) and its diagnosis, for
+        # the reader: why it may have stopped.
         peer = re.findall(r"^fuzz: peer: (.*)$", console, re.M)
         problems.append("the ordinary process beside the fuzzer stopped counting" +
                         (f" ({'; '.join(dict.fromkeys(peer))[:400]})" if peer else ""))
