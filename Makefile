@@ -4,6 +4,7 @@
 #   make test       the test suite (lint, unit, host-side toolchain, QEMU boot
 #                   tests), but for the distribution-like flavours' tests
 #   make test-full  every test, the distribution-like flavours' too
+#   make test-distro  only what test-full adds to test
 #
 # Both install the Debian packages they need first (`make setup`, as root).
 # Everything generated goes to build/ (ignored by git).
@@ -13,10 +14,10 @@ UKL := $(PYTHON) bin/ukl
 # Arguments for the hello program: make run ARGS="one two"
 ARGS ?=
 
-.PHONY: run test test-full unit lint setup kernel toolchain sources catalog clean help
+.PHONY: run test test-full test-distro unit lint setup kernel toolchain sources catalog clean help
 
 help:
-	@sed -n '3,7p' Makefile
+	@sed -n '3,8p' Makefile
 
 # The hello example linked into the UKL kernel, running at CPL0.
 run: setup
@@ -30,6 +31,9 @@ test: setup sources kernel toolchain
 
 test-full: setup sources kernel toolchain
 	$(PYTHON) -m pytest --durations=25 tests
+
+test-distro: setup sources kernel toolchain
+	$(PYTHON) -m pytest --durations=25 -m distro tests
 
 # Unit tests only (flake8, mypy and the layering test included): no kernel
 # build, no QEMU.
