@@ -145,8 +145,9 @@ def findings(console: str, exit_code: int, problem: str,
         why = f": {problem}" if problem else ""
         problems.append(f"no end of run (status {exit_code}{why})")
     elif NO_HELPERS_LINE not in console and not peer_counted_to_the_end(console, seconds):
-        # The fuzzer's own view (done.group(5)) and its diagnosis, for
-        # the reader: why it may have stopped.
+        # The fuzzer's own `peer-alive` is not the verdict (see PEER); its
+        # `fuzz: peer:` lines, and the peer's own, say why it may have
+        # stopped.
         peer = re.findall(r"^fuzz: peer: (.*)$", console, re.M)
         problems.append("the ordinary process beside the fuzzer stopped counting" +
                         (f" ({'; '.join(dict.fromkeys(peer))[:400]})" if peer else ""))

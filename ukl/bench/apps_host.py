@@ -117,9 +117,10 @@ class _Control:
         self.conn.close()
 
 
-def _load(app: str, server: Server, requests: int, connections: int) -> None:
+def _load(app: str, server: Server, requests: int, connections: int) -> int:
     """Run the host's client against the server, each operation in its
-    counting window (window k: server.ops[k])."""
+    counting window (window k: server.ops[k]); the requests each operation
+    sent."""
     if app == "redis":
         tools = {t.name: t for t in debbuild.build("redis", ukl=False).tools}
         control = _Control()
@@ -133,11 +134,14 @@ def _load(app: str, server: Server, requests: int, connections: int) -> None:
                 control.say("end", k)
         finally:
             control.close()
-    else:
-        memclient = process.compile_static([MEMCLIENT], "memclient")
-        subprocess.run([str(memclient), "127.0.0.1", str(server.host_port), str(connections),
-                        str(max(requests // connections, 1)), str(HOST_CONTROL_PORT)],
-                       check=True, capture_output=True, timeout=RUN_TIMEOUT)
+        return requests
+    # memclient: each connection sends the same number of requests.
+    per_connection = max(requests // connections, 1)
+    memclient = process.compile_static([MEMCLIENT], "memclient")
+    subprocess.run([str(memclient), "127.0.0.1", str(server.host_port), str(connections),
+                    str(per_connection), str(HOST_CONTROL_PORT)],
+                   check=True, capture_output=True, timeout=RUN_TIMEOUT)
+    return connections * per_connection
 
 
 def _stop(server: Server) -> None:
@@ -172,7 +176,7 @@ def run_app(app: str, flavour: Flavour, requests: int, plugin: Path,
     try:
         guest.wait_until(lambda: _answers(server.host_port, server), READY_WITHIN,
                          f"{server.package} did not answer on port {server.host_port}")
-        _load(app, server, requests, connections)
+        sent = _load(app, server, requests, connections)
     finally:
         _stop(server)
         ended = guest.join()
@@ -184,8 +188,8 @@ def run_app(app: str, flavour: Flavour, requests: int, plugin: Path,
         if w is None or w.passes != 1:
             raise UklError(f"{app} on {flavour.name}: no counting window for {op} "
                            f"({counts_csv})")
-        served.append(Served(flavour.name, app, op, requests,
-                             {key: value / requests for key, value in w.counts.items()}, rep))
+        served.append(Served(flavour.name, app, op, sent,
+                             {key: value / sent for key, value in w.counts.items()}, rep))
     return served
 
 
