@@ -22,6 +22,8 @@ DEPEND_MODE = {"CCACHE_DEPEND": "1"}
 # when cold (libstdc++'s configure: 39 s without ccache, 48 s through an
 # empty cache).
 NO_CCACHE = {"CCACHE_DISABLE": "1"}
+# What a cache may grow to before ccache evicts (unless CCACHE_MAXSIZE says).
+CACHE_LIMIT = "20G"
 
 
 def jobs() -> int:
@@ -56,6 +58,10 @@ def build_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _OUTER_MAKE_STATE}
     env.setdefault("CCACHE_BASEDIR", str(paths.build_root()))
     env.setdefault("CCACHE_NOHASHDIR", "1")
+    # The kernel flavours, the toolchain and the apps fill more than
+    # ccache's default limit of 5 GB, at which it evicts the oldest
+    # objects: a first build's, before the next flavour could share them.
+    env.setdefault("CCACHE_MAXSIZE", CACHE_LIMIT)
     env.update(extra)
     return env
 
