@@ -12,11 +12,15 @@
  *   bench,OP,SIZE,ITERATIONS,MIN,MEDIAN
  * after the kernel's view of the CPU's bugs, "vuln NAME: STATUS".
  *
- * Usage: lebench [--bypass] [--shortcuts] [--quick] [GROUP...]
+ * Usage: lebench [--bypass] [--shortcuts] [--quick] [--max-size N] [--only OP]
+ *                [GROUP...]
  *   (no GROUP: all of them)
  *   --bypass     turn UKL_BYP system call bypass on first (fails without it)
  *   --shortcuts  TCP send/recv through ukl_tcp_send/ukl_tcp_recv
  *                (UKL_SHORTCUTS; fails without it)
+ *   --quick      1,000 timed iterations instead of 10,000
+ *   --max-size N sizes up to N bytes only (1: the 1-byte operations)
+ *   --only OP    only the measurement OP (e.g. read-pipe), to profile it
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -48,6 +52,9 @@
 #define PAGE 4096
 
 static long iterations = 10000;
+/* --max-size N: sizes up to N only; --only OP: that measurement only. */
+static long max_size = MAX_SIZE;
+static const char *only_op;
 static int use_shortcuts;
 static uint64_t *samples;
 static char *buf;
@@ -89,6 +96,8 @@ static void die(const char *what)
  */
 #define MEASURE(op, size, call, between)				\
 	do {								\
+		if (only_op && strcmp(only_op, op))			\
+			break;						\
 		for (long i_ = 0; i_ < WARMUP; i_++) {			\
 			call;						\
 			between;					\
@@ -120,7 +129,7 @@ static void bench_file(void)
 
 	if (fd < 0 || pwrite(fd, buf, MAX_SIZE, 0) != MAX_SIZE)
 		die("tmpfs file");
-	for (long size = 1; size <= MAX_SIZE; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
+	for (long size = 1; size <= max_size; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
 		MEASURE("read-file", size, pread(fd, buf, size, 0), (void)0);
 		MEASURE("write-file", size, pwrite(fd, buf, size, 0), (void)0);
 	}
@@ -134,7 +143,7 @@ static void bench_pipe(void)
 
 	if (pipe(p))
 		die("pipe");
-	for (long size = 1; size <= MAX_SIZE; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
+	for (long size = 1; size <= max_size; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
 		MEASURE("write-pipe", size, write(p[1], buf, size), read(p[0], buf, size));
 		/* Prime the pipe, then time each read and refill untimed. */
 		write(p[1], buf, size);
@@ -148,7 +157,7 @@ static void bench_pipe(void)
 static void bench_socket(const char *send_op, const char *recv_op, int tx, int rx,
 			 const struct sockaddr *to, socklen_t tolen)
 {
-	for (long size = 1; size <= MAX_SIZE; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
+	for (long size = 1; size <= max_size; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
 		MEASURE(send_op, size, sendto(tx, buf, size, 0, to, tolen),
 			recvfrom(rx, buf, size, 0, NULL, NULL));
 		/* Prime one datagram, then time each receive and refill. */
@@ -228,7 +237,7 @@ static void bench_tcp(void)
 	setsockopt(tx, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (tcp_send(tx, buf, 1) != 1 || tcp_recv(rx, buf, 1) != 1)
 		die("tcp send/recv (--shortcuts without UKL_SHORTCUTS?)");
-	for (long size = 1; size <= MAX_SIZE; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
+	for (long size = 1; size <= max_size; size = size == 1 ? SIZE_STEP : size + SIZE_STEP) {
 		MEASURE("send-tcp", size, tcp_send(tx, buf, size), tcp_recv(rx, buf, size));
 		/* Prime one message, then time each receive and refill. */
 		tcp_send(tx, buf, size);
@@ -363,6 +372,18 @@ int main(int argc, char **argv)
 	if (argc > first && !strcmp(argv[first], "--quick")) {
 		iterations = 1000;
 		first++;
+	}
+	if (argc > first + 1 && !strcmp(argv[first], "--max-size")) {
+		max_size = atol(argv[first + 1]);
+		if (max_size < 1 || max_size > MAX_SIZE) {
+			fprintf(stderr, "lebench: --max-size must be 1 to %d\n", MAX_SIZE);
+			return 2;
+		}
+		first += 2;
+	}
+	if (argc > first + 1 && !strcmp(argv[first], "--only")) {
+		only_op = argv[first + 1];
+		first += 2;
 	}
 	samples = malloc(iterations * sizeof(*samples));
 	buf = malloc(MAX_SIZE);

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROGRAMS, ukl
+from tests.conftest import GUEST, PROGRAMS, ukl
 from ukl.bench import anchors, report
 from ukl.common.errors import UklError
 from ukl.kbuild import flavour
@@ -164,3 +164,18 @@ def test_native_anchor_lines_are_checked() -> None:
     assert "| null system call (`syscall(-1)`) | 64.77 | 168.3 |" in anchors.markdown(found)
     with pytest.raises(UklError, match="expected"):
         anchors.parse("anchor,call,0.33,0.8\n")
+
+
+def test_lebench_runs_one_measurement_at_one_size(tmp_path: Path) -> None:
+    # `--max-size 1 --only OP` narrows a run to what a profile of one
+    # 1-byte operation needs; natively, as the host's own program.
+    program = tmp_path / "lebench"
+    subprocess.run(["gcc", "-O2", "-I", str(GUEST), "-o", program, GUEST / "lebench.c",
+                    "-lpthread"], check=True)
+    out = subprocess.run([program, "--quick", "--max-size", "1", "--only", "read-pipe",
+                          "pipe", "file"], capture_output=True, text=True, check=True).stdout
+    lines = [line for line in out.splitlines() if line.startswith("bench")]
+    assert lines[0].startswith("bench,read-pipe,1,1000,"), out
+    assert lines[1:] == ["bench-done,2"], out
+    bad = subprocess.run([program, "--max-size", "0", "pipe"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--max-size must be 1 to 8192" in bad.stderr
