@@ -15,6 +15,7 @@ log).
 from __future__ import annotations
 
 import configparser
+import csv
 import re
 import shlex
 import time
@@ -124,6 +125,8 @@ class Row:
     # The recipe's [build] settings ("" when Debian's build needs none).
     recipe: str = ""
     seconds: float = 0.0
+    # Taken from an earlier run's catalog.csv (--resume), not run now.
+    kept: bool = False
 
 
 def _helpers(entry: Entry) -> list[str]:
@@ -199,6 +202,27 @@ def run_entry(entry: Entry, ukl: Flavour, stock: Flavour) -> Row:
     return row
 
 
+def passed_before(csv_path: Path, entries: list[Entry]) -> dict[str, Row]:
+    """The rows of an earlier run's catalog.csv whose package built and
+    passed on UKL and on stock, by entry name (--resume keeps them)."""
+    if not csv_path.is_file():
+        return {}
+    known = {e.name: e for e in entries}
+    kept = {}
+    with csv_path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            entry = known.get(r.get("package", ""))
+            if entry is None or any(r.get(k) != "pass" for k in ("build", "UKL", "stock")):
+                continue
+            kept[entry.name] = Row(
+                entry, version=r.get("version", ""), build=Verdict(True), ukl=Verdict(True),
+                stock=Verdict(True),
+                without=[w for w in r.get("built without", "").split("; ") if w],
+                recipe=r.get("build recipe", ""),
+                seconds=float(r.get("minutes") or 0) * 60, kept=True)
+    return kept
+
+
 def cell(v: Verdict | None) -> str:
     if v is None:
         return "not run"
@@ -244,6 +268,10 @@ def markdown(rows: list[Row]) -> str:
              "| " + " | ".join(header[:-1]) + " |", "|" + "---|" * (len(header) - 1)]
     for cells in body:
         lines.append("| " + " | ".join(c or " " for c in cells[:-1]) + " |")
+    kept = [r.entry.name for r in rows if r.kept]
+    if kept:
+        lines += ["", "Kept from an earlier run recorded under this name (`--resume`: "
+                  f"they had passed everything then, and were not run again): {', '.join(kept)}."]
     failed = [(c[0], c[-1]) for c in body if c[-1]]
     if failed:
         lines += ["", "Logs of the failures (under build/, on the machine that ran it):", ""]

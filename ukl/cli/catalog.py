@@ -9,7 +9,8 @@ import sys
 from ukl import catalog
 from ukl.cli.args import Invocation, print_table
 from ukl.kbuild import flavour
-from ukl.results import ResultsWriter
+from ukl.common.errors import UsageError
+from ukl.results import ResultsWriter, results_dir
 
 SUMMARY = "build, boot and test Debian packages from the catalog (UKL and stock)"
 
@@ -25,6 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="kernel flavour for the ordinary processes (default: stock)")
     p.add_argument("--name", default=None,
                    help="record the run in results/NAME/ (catalog.md, catalog.csv, meta.json)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --name: keep the packages that passed everything in "
+                   "results/NAME/catalog.csv and run only the others")
 
 
 def _record(out: ResultsWriter, rows: list[catalog.Row], planned: int,
@@ -41,9 +45,19 @@ def _record(out: ResultsWriter, rows: list[catalog.Row], planned: int,
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     entries = catalog.select(catalog.load(), list(args.packages), args.small)
     ukl, stock = flavour.get(args.kernel), flavour.get(args.stock)
+    if args.resume and not args.name:
+        raise UsageError("--resume needs --name NAME: the run whose results/NAME/catalog.csv "
+                         "to resume")
+    kept = (catalog.passed_before(results_dir() / args.name / "catalog.csv", entries)
+            if args.resume else {})
     out = ResultsWriter(args.name, inv.command_line) if args.name else None
     rows: list[catalog.Row] = []
     for i, entry in enumerate(entries, 1):
+        if entry.name in kept:
+            print(f"ukl: catalog {i}/{len(entries)}: {entry.name} passed in the earlier run, kept",
+                  file=sys.stderr)
+            rows.append(kept[entry.name])
+            continue
         print(f"ukl: catalog {i}/{len(entries)}: {entry.name} ({entry.test})", file=sys.stderr)
         row = catalog.run_entry(entry, ukl, stock)
         failure = catalog.first_failure(row)[0]

@@ -1,0 +1,55 @@
+"""`ukl catalog --resume`: keep what passed in an earlier run, run the rest."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from tests.conftest import ukl
+from ukl import catalog
+
+
+def _entry(name: str) -> catalog.Entry:
+    return catalog.Entry(name=name, package=name, program=None, test=f"tests {name}", args=[],
+                         expect="ok")
+
+
+def _write(path: Path, rows: list[catalog.Row]) -> None:
+    header, body = catalog.rows_table(rows)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(body)
+
+
+def test_only_rows_that_passed_everything_are_kept(tmp_path: Path) -> None:
+    good, bad_ukl, bad_build = _entry("good"), _entry("bad-ukl"), _entry("bad-build")
+    rows = [
+        catalog.Row(good, version="1.0-1", build=catalog.Verdict(True), ukl=catalog.Verdict(True),
+                    stock=catalog.Verdict(True), without=["libfoo-dev: why", "libbar-dev: why"],
+                    recipe="none", seconds=90.0),
+        catalog.Row(bad_ukl, version="2.0-1", build=catalog.Verdict(True),
+                    ukl=catalog.Verdict(False, "exit status 1"), stock=catalog.Verdict(True)),
+        catalog.Row(bad_build, build=catalog.Verdict(False, "debian/rules failed")),
+    ]
+    path = tmp_path / "catalog.csv"
+    _write(path, rows)
+    # An entry since removed from the catalog is not kept either.
+    kept = catalog.passed_before(path, [good, bad_ukl, bad_build])
+    assert list(kept) == ["good"]
+    row = kept["good"]
+    assert row.kept and row.version == "1.0-1" and row.recipe == "none"
+    assert row.without == ["libfoo-dev: why", "libbar-dev: why"]
+    assert abs(row.seconds - 90.0) < 1
+    assert catalog.passed_before(path, [bad_ukl]) == {}
+    assert catalog.passed_before(tmp_path / "none.csv", [good]) == {}
+    md = catalog.markdown([row, rows[1]])
+    assert "| good | 1.0-1 | tests good | pass | pass | pass |" in md
+    assert "Kept from an earlier run recorded under this name (`--resume`" in md
+    assert "(`--resume`: they had passed everything then, and were not run again): good." in md
+
+
+def test_resume_without_a_name_is_one_line() -> None:
+    res = ukl("catalog", "--resume", "hello")
+    assert res.returncode == 2
+    assert res.stderr.startswith("ukl: error: --resume needs --name NAME")
+    assert res.stderr.count("\n") == 1
