@@ -36,6 +36,25 @@ def test_nearest_picks_the_fewest_differing_options(tmp_path: Path) -> None:
     assert seed.nearest({"CONFIG_UKL": "n"}, tmp_path, exclude=out) == tmp_path / "stock"
 
 
+def test_nearest_counts_options_on_that_the_flavour_does_not_want(tmp_path: Path) -> None:
+    # A deployed build has every option a lab ukl-byp wants, and the
+    # mitigations too: ukl, one option away, is the nearer seed.
+    _built(tmp_path, "ukl", "CONFIG_UKL=y\n# CONFIG_BYP is not set\n# CONFIG_RETPOLINE is not set\n"
+           "# CONFIG_PTI is not set\n")
+    _built(tmp_path, "ukl-byp-deployed", "CONFIG_UKL=y\nCONFIG_BYP=y\nCONFIG_RETPOLINE=y\n"
+           "CONFIG_PTI=y\n")
+    wanted = {"CONFIG_UKL": "y", "CONFIG_BYP": "y"}
+    named = ["CONFIG_UKL", "CONFIG_BYP", "CONFIG_RETPOLINE", "CONFIG_PTI"]
+    out = tmp_path / "ukl-byp"
+    assert seed.nearest(wanted, tmp_path, exclude=out, named=named) == tmp_path / "ukl"
+    assert seed.distance(wanted, {"CONFIG_UKL": "y", "CONFIG_BYP": "y", "CONFIG_PTI": "y"},
+                         named) == 1
+    # The deployed flavour itself starts from the deployed build.
+    deployed = {**wanted, "CONFIG_RETPOLINE": "y", "CONFIG_PTI": "y"}
+    assert seed.nearest(deployed, tmp_path, exclude=tmp_path / "x", named=named) == \
+        tmp_path / "ukl-byp-deployed"
+
+
 def test_nearest_without_any_build_is_none(tmp_path: Path) -> None:
     assert seed.nearest({"CONFIG_A": "y"}, tmp_path / "missing", exclude=tmp_path) is None
     _built(tmp_path, "only", "CONFIG_A=y\n")

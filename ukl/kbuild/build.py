@@ -16,6 +16,7 @@ from ukl.common.errors import UklError
 from ukl.common.proc import StepCounter, run_logged
 from ukl.kbuild import kconfig, objtool, seed, thunks
 from ukl.kbuild.flavour import Flavour
+from ukl.kbuild.options import CONFIGS_DIR
 from ukl.sources import debian, series
 
 # Kbuild's quiet output: two spaces, an upper-case tag, the target.
@@ -71,7 +72,9 @@ def _seed_first_build(flavour: Flavour, out: Path) -> None:
     built flavour's (see ukl.kbuild.seed)."""
     if (out / ".config").is_file():
         return
-    source = seed.nearest(flavour.kconfig, out.parent, exclude=out)
+    named = {opt for fragment in sorted(CONFIGS_DIR.glob("*.config"))
+             for opt in kconfig.parse(fragment.read_text(), str(fragment))}
+    source = seed.nearest(flavour.kconfig, out.parent, exclude=out, named=named)
     if source is None:
         return
     print(f"ukl: kernel {flavour.name}: first build, starting from {source.name}'s objects",

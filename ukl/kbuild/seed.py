@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,10 +38,21 @@ def locked(out: Path, shared: bool = False) -> Iterator[None]:
         yield
 
 
-def nearest(wanted: dict[str, str], builds: Path, exclude: Path) -> Path | None:
+def distance(wanted: dict[str, str], built: dict[str, str], named: Iterable[str]) -> int:
+    """How many options a build configured as `built` would have to change
+    to become `wanted`: the wanted options it lacks, and the options some
+    other fragment names (`named`) that it has on and `wanted` does not."""
+    others = sum(1 for opt in named if opt not in wanted and built.get(opt, "n") != "n")
+    return len(kconfig.mismatches(wanted, built)) + others
+
+
+def nearest(wanted: dict[str, str], builds: Path, exclude: Path,
+            named: Iterable[str] = ()) -> Path | None:
     """The built output directory under `builds` whose .config is closest to
     `wanted` (None: nothing built yet). A directory counts as built when it
-    holds both .config and vmlinux."""
+    holds both .config and vmlinux. `named`: every option the fragments
+    set, so that a build with more of them on than wanted (a deployed
+    flavour's mitigations, for a lab flavour) counts as farther."""
     best: tuple[int, str] | None = None
     if not builds.is_dir():
         return None
@@ -54,8 +65,8 @@ def nearest(wanted: dict[str, str], builds: Path, exclude: Path) -> Path | None:
             built = kconfig.parse((d / ".config").read_text(), str(d / ".config"))
         except (OSError, UklError):
             continue
-        # Fewest wanted options the built .config lacks; ties by name.
-        key = (len(kconfig.mismatches(wanted, built)), d.name)
+        # Fewest options to change; ties by name.
+        key = (distance(wanted, built, named), d.name)
         if best is None or key < best:
             best = key
     return builds / best[1] if best else None
