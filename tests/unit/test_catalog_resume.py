@@ -53,3 +53,19 @@ def test_resume_without_a_name_is_one_line() -> None:
     assert res.returncode == 2
     assert res.stderr.startswith("ukl: error: --resume needs --name NAME")
     assert res.stderr.count("\n") == 1
+
+
+def test_a_run_of_only_kept_packages_records_them_and_builds_nothing(tmp_path: Path) -> None:
+    hello = next(e for e in catalog.load() if e.name == "hello")
+    (tmp_path / "cat").mkdir()
+    _write(tmp_path / "cat" / "catalog.csv", [
+        catalog.Row(hello, version="2.10-3", build=catalog.Verdict(True),
+                    ukl=catalog.Verdict(True), stock=catalog.Verdict(True), recipe="none",
+                    seconds=12.0)])
+    res = ukl("catalog", "--name", "cat", "--resume", "hello",
+              env={"UKL_RESULTS_DIR": str(tmp_path)})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "hello passed in the earlier run, kept" in res.stderr
+    md = (tmp_path / "cat" / "catalog.md").read_text()
+    assert "| hello | 2.10-3 | prints its greeting | pass | pass | pass | 0.2 |" in md
+    assert "were not run again): hello." in md

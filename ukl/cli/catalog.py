@@ -57,6 +57,10 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
             print(f"ukl: catalog {i}/{len(entries)}: {entry.name} passed in the earlier run, kept",
                   file=sys.stderr)
             rows.append(kept[entry.name])
+            if out is not None:
+                # Recorded at once too: a run stopped before its next
+                # package must not drop the rows it kept.
+                _record(out, rows, len(entries), [ukl, stock])
             continue
         print(f"ukl: catalog {i}/{len(entries)}: {entry.name} ({entry.test})", file=sys.stderr)
         row = catalog.run_entry(entry, ukl, stock)
