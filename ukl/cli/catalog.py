@@ -56,22 +56,19 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
         if entry.name in kept:
             print(f"ukl: catalog {i}/{len(entries)}: {entry.name} passed in the earlier run, kept",
                   file=sys.stderr)
-            rows.append(kept[entry.name])
-            if out is not None:
-                # Recorded at once too: a run stopped before its next
-                # package must not drop the rows it kept.
-                _record(out, rows, len(entries), [ukl, stock])
-            continue
-        print(f"ukl: catalog {i}/{len(entries)}: {entry.name} ({entry.test})", file=sys.stderr)
-        row = catalog.run_entry(entry, ukl, stock)
-        failure = catalog.first_failure(row)[0]
-        print(f"ukl: catalog {entry.name}: build {catalog.cell(row.build)}, "
-              f"UKL {catalog.cell(row.ukl)}, stock {catalog.cell(row.stock)}"
-              + (f"; {failure}" if failure else ""), file=sys.stderr)
+            row = kept[entry.name]
+        else:
+            print(f"ukl: catalog {i}/{len(entries)}: {entry.name} ({entry.test})",
+                  file=sys.stderr)
+            row = catalog.run_entry(entry, ukl, stock)
+            failure = catalog.first_failure(row)[0]
+            print(f"ukl: catalog {entry.name}: build {catalog.cell(row.build)}, "
+                  f"UKL {catalog.cell(row.ukl)}, stock {catalog.cell(row.stock)}"
+                  + (f"; {failure}" if failure else ""), file=sys.stderr)
         rows.append(row)
         if out is not None:
-            # After every package: a long run stopped part way still says
-            # what it found.
+            # After every package, kept ones too: a long run stopped part
+            # way still says what it found.
             _record(out, rows, len(entries), [ukl, stock])
     header, body = catalog.rows_table(rows)
     print_table([header[:7]] + [r[:7] for r in body])

@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,7 +38,7 @@ def locked(out: Path, shared: bool = False) -> Iterator[None]:
         yield
 
 
-def distance(wanted: dict[str, str], built: dict[str, str], named: Iterable[str]) -> int:
+def distance(wanted: dict[str, str], built: dict[str, str], named: Collection[str]) -> int:
     """How many options a build configured as `built` would have to change
     to become `wanted`: the wanted options it lacks, and the options some
     other fragment names (`named`) that it has on and `wanted` does not."""
@@ -47,7 +47,7 @@ def distance(wanted: dict[str, str], built: dict[str, str], named: Iterable[str]
 
 
 def nearest(wanted: dict[str, str], builds: Path, exclude: Path,
-            named: Iterable[str] = ()) -> Path | None:
+            named: Collection[str] = ()) -> Path | None:
     """The built output directory under `builds` whose .config is closest to
     `wanted` (None: nothing built yet). A directory counts as built when it
     holds both .config and vmlinux. `named`: every option the fragments
