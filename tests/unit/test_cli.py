@@ -113,8 +113,9 @@ def test_unknown_flavour_is_a_usage_error() -> None:
 
 def test_every_command_has_its_own_module_and_help() -> None:
     listed = [name for _, group in cli.COMMANDS for name, _ in group]
-    assert len(listed) == len(set(listed)) == len(cli.MODULES)
-    for name, module in cli.MODULES.items():
+    assert len(listed) == len(set(listed)) == len(cli.COMMAND_MODULES)
+    for name in listed:
+        module = cli.load(name)
         assert module.__name__.startswith("ukl.cli.") and module.SUMMARY, name
     text = cli.build_parser().format_help()
     for title, group in cli.COMMANDS:
@@ -149,3 +150,14 @@ def test_a_composed_name_of_a_named_kernel_is_that_kernel() -> None:
     from ukl.kbuild import flavour
     assert flavour.get("ukl+ret") is flavour.get("ukl-ret")
     assert flavour.get("ukl+rtc").name == "ukl+rtc"
+
+
+def test_setup_imports_nothing_that_setup_installs() -> None:
+    """On a new machine `ukl setup` runs before the Python modules it
+    installs exist: neither it nor the command line may import them."""
+    from ukl.host import pymodules
+    probe = ("import sys; from ukl import cli; cli.build_parser('setup'); cli.load('setup'); "
+             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
+    res = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                         text=True, check=True)
+    assert not {m.name for m in pymodules.MODULES} & set(res.stdout.split())
