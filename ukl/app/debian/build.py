@@ -9,8 +9,8 @@ Two ways, chosen by the recipe's `system` (default: Debian's own):
              dependencies (ukl.app.debian.libdeps) are built first the
              same way, recursively, each installed into its own tree that
              ukl-cc searches; a library that cannot be built is left out
-             and reported, and the package's own configure then builds
-             without it. An ordinary process links the host's libraries,
+             and reported, and the package's configure switches for it go
+             off (ukl.app.debian.features). An ordinary process links the host's libraries,
              dynamically, as Debian's own binary does, and the image gets
              them.
   configure  the upstream build system run directly (./configure, make),
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ukl.app import unikernel
-from ukl.app.debian import control, libdeps, recipe, rules
+from ukl.app.debian import control, features, libdeps, recipe, rules
 from ukl.app.debian import source as debsrc
 from ukl.common import paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
@@ -193,10 +193,20 @@ def _system(rec: recipe.Recipe, source: Path) -> str:
 _BUILT: dict[tuple[str, bool, bool], Built] = {}
 
 
-def _library_deps(ctl: control.Control, chain: tuple[str, ...]) -> tuple[list[Built], list[str]]:
+@dataclass(frozen=True)
+class LeftOut:
+    """A library build dependency a UKL build goes without."""
+    name: str
+    source: str | None
+    why: str
+
+
+def _library_deps(ctl: control.Control,
+                  chain: tuple[str, ...]) -> tuple[list[Built], list[LeftOut]]:
     """Build the library build dependencies of a package for UKL; returns
-    the builds and the libraries left out ("NAME: why")."""
-    built, without = [], []
+    the builds and the libraries left out."""
+    built: list[Built] = []
+    without: list[LeftOut] = []
     seen: set[str] = set()
     for dep in libdeps.classify_all(ctl.build_depends):
         src = dep.source
@@ -205,18 +215,19 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...]) -> tuple[list[Bu
         seen.add(src)
         reason = libdeps.NOT_FOR_UKL.get(src)
         if reason:
-            without.append(f"{dep.name}: {reason}")
+            without.append(LeftOut(dep.name, src, reason))
             continue
         if src in chain:
-            without.append(f"{dep.name}: a dependency loop ({' -> '.join((*chain, src))})")
+            without.append(LeftOut(dep.name, src,
+                                   f"a dependency loop ({' -> '.join((*chain, src))})"))
             continue
         try:
             lib = build(src, ukl=True, _chain=chain, library=True)
         except UklError as e:
-            without.append(f"{dep.name}: {e.message}")
+            without.append(LeftOut(dep.name, src, e.message))
             continue
         if not any(p.suffix == ".a" for p in lib.prefix.rglob("*.a")):
-            without.append(f"{dep.name}: its Debian build made no static library")
+            without.append(LeftOut(dep.name, src, "its Debian build made no static library"))
             continue
         built.append(lib)
     return built, without
@@ -231,7 +242,13 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     key = (ctl.source, ukl, library)
     if key in _BUILT and not binary:
         return _BUILT[key]
-    deps, without = _library_deps(ctl, (*chain, ctl.source)) if ukl else ([], [])
+    deps, left_out = _library_deps(ctl, (*chain, ctl.source)) if ukl else ([], [])
+    # Debian's rules may force on what was left out: its configure
+    # switches go off (ukl.app.debian.features).
+    switches = features.switches_off(features.configure_options(source),
+                                     [(d.name, d.source) for d in left_out])
+    site = features.site_text(switches)
+    without = [_left_out_line(d, switches.get(d.name, [])) for d in left_out]
     sysroots: list[Path] = []
     for d in deps:
         sysroots += [s for s in d.sysroots if s not in sysroots]
@@ -243,7 +260,7 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     log = _log(rec, ukl)
     # How Debian's build is run (rules.py) is an input too.
     state = stamp.digest(_state(rec, cc, deps), ctl.version, repr(sysroots),
-                         str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE,
+                         str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE, site,
                          rules.environment_summary(ukl))
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
@@ -261,7 +278,7 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
                 _apply_patches(rec, tree, ukl)
                 stamp.record(work / STARTED_STAMP, state)
             try:
-                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume)
+                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume, site)
             except UklError as e:
                 if without:
                     # What was left out is often why (a configure option
@@ -283,6 +300,12 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     if not binary:
         _BUILT[key] = done
     return done
+
+
+def _left_out_line(dep: LeftOut, switches: list[features.Switch]) -> str:
+    """"NAME: why", with the switches turned off for it."""
+    off = f" (turned off: {' '.join(s.option for s in switches)})" if switches else ""
+    return f"{dep.name}{off}: {dep.why}"
 
 
 def _staged_programs(rec: recipe.Recipe, ctl: control.Control, tree: Path,

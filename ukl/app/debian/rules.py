@@ -16,7 +16,8 @@ only the compiler changes:
     checked against the stand-ins; the compiler names rules call directly
     (x86_64-linux-gnu-gcc) run ukl-cc too; a config.site turns static libraries
     on, which Debian turns off for some (oniguruma, jq's own libjq), and
-    debian/not-installed tells dh_missing about them.
+    debian/not-installed tells dh_missing about them; it also turns off
+    the features whose libraries could not be built (ukl.app.debian.features).
 
 The build runs in build/debian/SOURCE/MODE/tree; dpkg-buildpackage puts
 the .debs beside it. What dh_auto_install (or the rules' own install)
@@ -63,7 +64,10 @@ def _build_options() -> str:
     return f"nocheck nostrip noddebs parallel={jobs()}"
 
 
-def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path) -> dict[str, str]:
+def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
+                site_extra: str = "") -> dict[str, str]:
+    """The build's environment; `site_extra`: more config.site lines (the
+    switches ukl.app.debian.features turns off)."""
     env = build_env(CC=cc, CXX=cxx, DEB_BUILD_OPTIONS=_build_options(),
                     DEB_BUILD_PROFILES=",".join(sorted(control.PROFILES)),
                     DEBIAN_FRONTEND="noninteractive")
@@ -85,7 +89,7 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path) -> d
         "DPKG_GENSYMBOLS_CHECK_LEVEL": "0",
     })
     site = work / "config.site"
-    site.write_text(CONFIG_SITE)
+    site.write_text(CONFIG_SITE + site_extra)
     env["CONFIG_SITE"] = str(site)
     shims = compiler_shims(work / "compilers", cc, cxx)
     env.update(PATH=f"{shims}:{env.get('PATH', os.defpath)}", **{COMPILER_SHIMS_ENV: str(shims)})
@@ -148,14 +152,14 @@ def unmet_build_depends(tree: Path) -> str:
 
 
 def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
-          what: str, resume: bool) -> None:
+          what: str, resume: bool, site_extra: str = "") -> None:
     """dpkg-buildpackage for the architecture-dependent packages. `resume`:
     the tree holds an interrupted build of the same state; go on without
     cleaning (dh's stamps skip the steps already done)."""
     work = tree.parent
     for old in work.glob("*.deb"):
         old.unlink()
-    env = environment(ukl, cc, cxx, deps, work)
+    env = environment(ukl, cc, cxx, deps, work, site_extra)
     if ukl:
         allow_static_archives(tree)
     cmd = ["dpkg-buildpackage", "--build=any", "--no-sign", "-d",

@@ -1,0 +1,80 @@
+"""Optional features turned off when their library could not be built for
+UKL (ukl/app/debian/features.py): which switches, and that configure obeys
+the site file over the command line Debian's rules give it."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from ukl.app.debian import features
+
+CONFIGURE_AC = """\
+AC_INIT([demo], [1.0])
+AC_ARG_ENABLE(sasl, [AS_HELP_STRING([--enable-sasl], [SASL])])
+AC_ARG_ENABLE([tls], [AS_HELP_STRING([--enable-tls], [TLS])])
+AC_ARG_WITH([readline], [AS_HELP_STRING([--with-readline], [readline])])
+AC_ARG_ENABLE([docs], [AS_HELP_STRING([--enable-docs], [docs])])
+AS_IF([test "x$enable_sasl" = xyes], [AC_MSG_ERROR([SASL forced on])])
+AS_IF([test "x$enable_tls" = xyes], [AC_MSG_ERROR([TLS forced on])])
+AS_IF([test "x$enable_docs" != xyes], [AC_MSG_ERROR([docs turned off])])
+AC_OUTPUT
+"""
+
+
+def _tree(tmp_path: Path) -> Path:
+    (tmp_path / "configure.ac").write_text(CONFIGURE_AC)
+    (tmp_path / "m4").mkdir()
+    (tmp_path / "m4" / "extra.m4").write_text("AC_ARG_WITH([zlib-prefix], [x])\n")
+    return tmp_path
+
+
+def test_options_come_from_configure_ac_and_its_m4_files(tmp_path: Path) -> None:
+    assert features.configure_options(_tree(tmp_path)) == {
+        "enable_sasl", "enable_tls", "with_readline", "enable_docs", "with_zlib_prefix"}
+
+
+def test_a_generated_configure_lists_its_options(tmp_path: Path) -> None:
+    (tmp_path / "configure").write_text(
+        "#! /bin/sh\nac_user_opts='\nenable_option_checking\nenable_static\n"
+        "with_gmp\nenable_mpfr\n'\n")
+    assert features.configure_options(tmp_path) == {"with_gmp", "enable_mpfr"}
+
+
+def test_switches_name_the_library_its_package_or_its_source() -> None:
+    options = {"enable_sasl", "enable_tls", "with_readline", "enable_docs", "with_zlib_prefix",
+               "enable_static_progs"}
+    off = features.switches_off(options, [("libsasl2-dev", "cyrus-sasl2"),
+                                          ("libssl-dev", "openssl"),
+                                          ("libreadline-dev", "readline"),
+                                          ("libz-dev", "zlib"),
+                                          ("libnothing-dev", None)])
+    assert {dep: [s.option for s in sws] for dep, sws in off.items()} == {
+        "libsasl2-dev": ["--disable-sasl"], "libssl-dev": ["--disable-tls"],
+        "libreadline-dev": ["--without-readline"]}
+
+
+def test_no_library_no_switch() -> None:
+    assert features.switches_off({"enable_docs"}, []) == {}
+    assert features.site_text({}) == ""
+
+
+def test_configure_obeys_the_site_file_over_debians_command_line(tmp_path: Path) -> None:
+    """What the build relies on: Debian's rules say --enable-sasl
+    --enable-tls, the site file says no, and configure goes on; options
+    the site file does not name keep the command line's value."""
+    tree = _tree(tmp_path)
+    # autoconf: installed by `ukl setup` (Debian's builds run it).
+    subprocess.run(["autoconf"], cwd=tree, check=True, capture_output=True)
+    off = features.switches_off(features.configure_options(tree),
+                                [("libsasl2-dev", "cyrus-sasl2"), ("libssl-dev", "openssl")])
+    site = tmp_path / "config.site"
+    site.write_text(features.site_text(off))
+    args = ["./configure", "--enable-sasl", "--enable-tls", "--enable-docs"]
+    env = {**os.environ, "CONFIG_SITE": str(site)}
+    ran = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    # Without the site file, the same command line stops: the test can fail.
+    env["CONFIG_SITE"] = "/dev/null"
+    refused = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True)
+    assert refused.returncode != 0 and "forced on" in refused.stderr

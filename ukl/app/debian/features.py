@@ -1,0 +1,120 @@
+"""Turn off the optional features whose libraries could not be built for
+UKL, with the package's own configure switches.
+
+A library build dependency that fails to build for UKL is left out
+(ukl.app.debian.build). Often the package's configure would then turn the
+feature off by itself; but Debian's rules force many features on
+(`--enable-sasl --enable-tls` for memcached), and configure then stops.
+For a package built with GNU autoconf, the switch is turned off through
+the config.site UKL's build already gives it (ukl.app.debian.rules):
+configure reads the site file after its command line, so `enable_sasl=no`
+there overrides the `--enable-sasl` Debian's rules pass, just as the
+site file's `enable_static=yes` overrides `--disable-static`.
+
+Which switch belongs to which library is read from the names: the
+package's own options (AC_ARG_ENABLE and AC_ARG_WITH in configure.ac and
+its m4 files, or the generated configure's list) that name the library,
+its -dev package or its source package, and for OpenSSL its usual
+feature names (tls, ssl). Nothing is turned off for other build systems;
+the build then fails or builds without the feature, as its configure
+decides, and the report says what was left out either way.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+# Feature names that mean a library whose name does not say so.
+_ALIASES = {
+    "openssl": ("ssl", "tls", "openssl"),
+    "ssl": ("ssl", "tls", "openssl"),
+    "z": ("zlib",),
+    "bz2": ("bzip2", "bz2"),
+    "lzma": ("lzma", "xz"),
+    "ncursesw": ("ncurses", "ncursesw", "curses"),
+    "ncurses": ("ncurses", "ncursesw", "curses"),
+}
+_ARG_MACRO = re.compile(r"\bAC_ARG_(ENABLE|WITH)\(\s*\[?\s*([A-Za-z0-9_+.-]+)")
+_USER_OPTS = re.compile(r"^ac_user_opts='([^']*)'", re.M)
+# Options that name no library, which a loose match must never touch.
+_NEVER = {"enable_option_checking", "enable_static", "enable_shared",
+          "enable_silent_rules", "enable_dependency_tracking"}
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A configure switch turned off: `variable` (enable_sasl) is what the
+    site file sets; `option` (--disable-sasl) is what a user would type."""
+    variable: str
+
+    @property
+    def option(self) -> str:
+        kind, _, name = self.variable.partition("_")
+        name = name.replace("_", "-")
+        return f"--disable-{name}" if kind == "enable" else f"--without-{name}"
+
+    @property
+    def site_line(self) -> str:
+        return f"{self.variable}=no"
+
+
+def _variable(kind: str, name: str) -> str:
+    # configure turns --enable-foo-bar into $enable_foo_bar.
+    return f"{kind.lower()}_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
+
+
+def configure_options(tree: Path) -> set[str]:
+    """The variables of the package's autoconf options (enable_sasl,
+    with_readline), or an empty set for another build system."""
+    found: set[str] = set()
+    configure = tree / "configure"
+    if configure.is_file():
+        m = _USER_OPTS.search(configure.read_text(errors="replace"))
+        if m:
+            found |= set(m.group(1).split())
+    sources = [tree / "configure.ac", tree / "configure.in"]
+    if any(s.is_file() for s in sources):
+        sources += [tree / "acinclude.m4", *sorted((tree / "m4").glob("*.m4"))]
+    for src in sources:
+        if src.is_file():
+            for kind, name in _ARG_MACRO.findall(src.read_text(errors="replace")):
+                found.add(_variable(kind, name))
+    return found - _NEVER
+
+
+def _stems(name: str) -> set[str]:
+    """The feature names a package name may go by: libsasl2-dev -> sasl2,
+    sasl, libsasl2; cyrus-sasl2 -> cyrus-sasl2, sasl2, sasl."""
+    name = name.lower()
+    name = re.sub(r"-dev$", "", name)
+    stems = {name}
+    for word in [name, *name.split("-")[1:]]:
+        bare = word[3:] if word.startswith("lib") and len(word) > 3 else word
+        stems |= {word, bare, re.sub(r"[\d.]+$", "", bare)}
+    for stem in list(stems):
+        stems |= set(_ALIASES.get(stem, ()))
+    return {s for s in stems if len(s) > 1}
+
+
+def switches_off(options: set[str], left_out: list[tuple[str, str | None]]) -> \
+        dict[str, list[Switch]]:
+    """For each left-out library, given as (build dependency, source
+    package), the package's options that name it, by dependency."""
+    out: dict[str, list[Switch]] = {}
+    for dep, source in left_out:
+        stems = _stems(dep) | (_stems(source) if source else set())
+        names = {_variable(k, s) for s in stems for k in ("enable", "with")}
+        hits = sorted(options & names)
+        if hits:
+            out[dep] = [Switch(v) for v in hits]
+    return out
+
+
+def site_text(switches: dict[str, list[Switch]]) -> str:
+    """config.site lines that turn the switches off ("" for none)."""
+    lines = []
+    for dep, sws in sorted(switches.items()):
+        lines.append(f"# {dep} could not be built for UKL")
+        lines += [s.site_line for s in sws]
+    return "\n".join(lines) + "\n" if lines else ""
