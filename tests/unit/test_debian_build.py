@@ -187,3 +187,13 @@ def test_ukl_cc_takes_the_shims_out_of_its_own_path(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     driver._real_compilers_first()
     assert os.environ["PATH"] == "/usr/bin:/bin"
+
+
+def test_a_mirror_that_cannot_serve_a_source_says_which_file() -> None:
+    from ukl.app.debian import source
+    out = ("Err:3 http://deb.debian.org/debian bookworm/main gpm 1.20.7-10 (diff)\n"
+           "  404  Not Found [IP: 203.0.113.80 80]\n"
+           "E: Failed to fetch http://deb.debian.org/debian/pool/main/g/gpm/"
+           "gpm_1.20.7-10.debian.tar.xz  404  Not Found [IP: 203.0.113.80 80]\n"
+           "E: Failed to fetch some archives.\n")
+    assert source.fetch_failures(out) == ["gpm_1.20.7-10.debian.tar.xz: 404 Not Found"]

@@ -73,6 +73,16 @@ def _update_lists() -> None:
     stamp.touch()
 
 
+_FETCH_FAILED = re.compile(r"^E: Failed to fetch (\w+://\S+)\s+(.*?)\s*(?:\[IP:.*)?$", re.M)
+
+
+def fetch_failures(apt_output: str) -> list[str]:
+    """apt-get's failed downloads, as "FILE: 404 Not Found" (a mirror that
+    lists a source package it cannot serve)."""
+    return [f"{url.rsplit('/', 1)[-1]}: {' '.join(why.split())}"
+            for url, why in _FETCH_FAILED.findall(apt_output)]
+
+
 def fetch(package: str) -> Path:
     """The unpacked source tree of Debian source package `package`
     (build/debian/PACKAGE/src), fetched once."""
@@ -92,21 +102,28 @@ def fetch(package: str) -> Path:
     # mirror without that security update, say), each suite's own version.
     suites = [e.split()[2] for e in (_apt_dir() / "sources.list").read_text().splitlines()]
     attempts = [package] + [f"{package}/{suite}" for suite in dict.fromkeys(suites)]
+    log.unlink(missing_ok=True)
+    reasons: list[str] = []
     for attempt in attempts:
         if download.exists():
             shutil.rmtree(download)
         download.mkdir(parents=True)
+        start = log.stat().st_size if log.is_file() else 0
         try:
             run_logged(["apt-get", *_apt_options(), "source", attempt],
-                       label=f"apt-get source {attempt}", cwd=download, log_path=log)
+                       label=f"apt-get source {attempt}", cwd=download, log_path=log,
+                       append=True)
             break
         except UklError as e:
-            text = log.read_text(errors="replace") if log.is_file() else ""
+            text = log.read_text(errors="replace")[start:] if log.is_file() else ""
             if "Unable to find a source package" in text and attempt == package:
                 raise UsageError(f"Debian has no source package '{package}' in the suites "
                                  f"of this machine (see {log})") from e
+            reasons += [r for r in fetch_failures(text) if r not in reasons]
             if attempt == attempts[-1]:
-                raise
+                why = f": {reasons[0]}" if reasons else ""
+                raise UklError(f"apt-get source {package} failed in every suite{why}; "
+                               f"full log: {log}") from e
             print(f"ukl: apt-get source {attempt} failed (see {log}); trying the next suite",
                   file=sys.stderr)
     unpacked = [d for d in download.iterdir() if d.is_dir()]
