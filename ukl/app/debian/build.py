@@ -235,7 +235,7 @@ def _library_deps(ctl: control.Control,
 
 def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
                   chain: tuple[str, ...], library: bool) -> Built:
-    ctl = control.read(source)
+    ctl = control.read(source, library=library)
     why = libdeps.unsuitable(ctl)
     if why:
         raise UklError(f"{ctl.source} cannot be built as a UKL program: {why}")
@@ -253,7 +253,7 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     for d in deps:
         sysroots += [s for s in d.sysroots if s not in sysroots]
     what = f"{ctl.source} {ctl.version} ({_mode(ukl)})"
-    rules.install_build_depends(source, f"building {ctl.source}")
+    rules.install_build_depends(source, f"building {ctl.source}", ctl.profiles)
     cc, cxx = _compilers(ukl, static=False)
     work = paths.build_root() / "debian" / ctl.source / _mode(ukl)
     tree, prefix = work / "tree", work / "install"
@@ -261,7 +261,7 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     # How Debian's build is run (rules.py) is an input too.
     state = stamp.digest(_state(rec, cc, deps), ctl.version, repr(sysroots),
                          str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE, site,
-                         rules.environment_summary(ukl))
+                         rules.environment_summary(ukl, ctl.profiles))
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
         if not stamp.current(work / BUILT_STAMP, state):
@@ -278,7 +278,8 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
                 _apply_patches(rec, tree, ukl)
                 stamp.record(work / STARTED_STAMP, state)
             try:
-                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume, site)
+                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume, site,
+                            ctl.profiles)
             except UklError as e:
                 if without:
                     # What was left out is often why (a configure option

@@ -9,7 +9,8 @@ dpkg-checkbuilddeps would.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,11 @@ _ARCH_MATCHES = {ARCH, "any", "linux-any", "any-amd64", "linux-amd64"}
 # pull in build dependencies of their own. Documentation is built (nodoc
 # breaks rules that copy a man page after dh_installman, as zstd's do).
 PROFILES = frozenset({"nocheck"})
+# A library built for another package's sake needs only its library: the
+# package's own profiles that build less (pkg.cyrus-sasl2.nosql,
+# pkg.unbound.libonly) are Debian's way to leave out what pulls in more
+# dependencies, and a library dependency's build uses them all.
+_LEAN_PROFILE = re.compile(r"\bpkg\.([a-z0-9][a-z0-9.+-]*)\.(no[a-z0-9-]+|libonly)\b")
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,8 @@ class Control:
     binaries: list[str]
     # Every binary package, architecture-independent ones too.
     all_binaries: list[str]
+    # The build profiles the build uses.
+    profiles: frozenset[str] = field(default=PROFILES)
 
 
 def _arch_ok(arch: list[Any] | None) -> bool:
@@ -82,8 +90,16 @@ def _architecture_dependent(arch_field: str) -> bool:
     return any(a in _ARCH_MATCHES for a in arch_field.split())
 
 
-def read(tree: Path) -> Control:
-    """debian/control and debian/changelog of an unpacked source tree."""
+def lean_profiles(control_text: str, source: str) -> frozenset[str]:
+    """The package's own build profiles that build less (see _LEAN_PROFILE)."""
+    return frozenset(m.group(0) for m in _LEAN_PROFILE.finditer(control_text)
+                     if m.group(1) == source)
+
+
+def read(tree: Path, library: bool = False) -> Control:
+    """debian/control and debian/changelog of an unpacked source tree;
+    `library`: built as another package's library dependency (with the
+    package's lean profiles)."""
     control = tree / "debian" / "control"
     if not control.is_file():
         raise UklError(f"{tree} has no debian/control: not an unpacked Debian source package")
@@ -94,13 +110,18 @@ def read(tree: Path) -> Control:
     head, packages = paragraphs[0], paragraphs[1:]
     with (tree / "debian" / "changelog").open(encoding="utf-8", errors="replace") as f:
         version = str(Changelog(f, max_blocks=1).version)
+    source = head.get("Source", tree.name)
+    profiles = PROFILES
+    if library:
+        profiles |= lean_profiles(control.read_text(encoding="utf-8", errors="replace"), source)
     depends = relations(", ".join(head.get(f, "") for f in ("Build-Depends", "Build-Depends-Arch")
-                                  if head.get(f)))
+                                  if head.get(f)), profiles)
     return Control(
-        source=head.get("Source", tree.name),
+        source=source,
         version=version,
         build_depends=depends,
         binaries=[p["Package"] for p in packages
                   if "Package" in p and _architecture_dependent(p.get("Architecture", "any"))],
         all_binaries=[p["Package"] for p in packages if "Package" in p],
+        profiles=profiles,
     )

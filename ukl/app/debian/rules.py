@@ -65,11 +65,12 @@ def _build_options() -> str:
 
 
 def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
-                site_extra: str = "") -> dict[str, str]:
+                site_extra: str = "",
+                profiles: frozenset[str] = control.PROFILES) -> dict[str, str]:
     """The build's environment; `site_extra`: more config.site lines (the
     switches ukl.app.debian.features turns off)."""
     env = build_env(CC=cc, CXX=cxx, DEB_BUILD_OPTIONS=_build_options(),
-                    DEB_BUILD_PROFILES=",".join(sorted(control.PROFILES)),
+                    DEB_BUILD_PROFILES=",".join(sorted(profiles)),
                     DEBIAN_FRONTEND="noninteractive")
     # dpkg-buildpackage sets the flags from dpkg-buildflags; an outer
     # CFLAGS (from a user's shell) would replace Debian's.
@@ -121,16 +122,17 @@ def allow_static_archives(tree: Path) -> None:
                            + NOT_INSTALLED_MARK + "\n" + "\n".join(NOT_INSTALLED) + "\n")
 
 
-def environment_summary(ukl: bool) -> str:
+def environment_summary(ukl: bool, profiles: frozenset[str] = control.PROFILES) -> str:
     """What of the build environment is fixed by this module (for the
     build's state)."""
-    return repr((_build_options(), sorted(control.PROFILES), NOT_INSTALLED, ukl))
+    return repr((_build_options(), sorted(profiles), NOT_INSTALLED, ukl))
 
 
-def install_build_depends(tree: Path, why: str) -> None:
+def install_build_depends(tree: Path, why: str,
+                          profiles: frozenset[str] = control.PROFILES) -> None:
     """Install on the host what dpkg-checkbuilddeps finds missing (tools,
     and the libraries an ordinary build links)."""
-    unmet = unmet_build_depends(tree)
+    unmet = unmet_build_depends(tree, profiles)
     if unmet:
         archive.install([alts[0] for alts in control.relations(checkbuilddeps_list(unmet))], why)
 
@@ -143,27 +145,28 @@ def checkbuilddeps_list(text: str) -> str:
     return ", ".join(text.split())
 
 
-def unmet_build_depends(tree: Path) -> str:
+def unmet_build_depends(tree: Path, profiles: frozenset[str] = control.PROFILES) -> str:
     """The unmet build dependencies dpkg-checkbuilddeps reports ("" if none)."""
-    out = subprocess.run(["dpkg-checkbuilddeps", "-B", "-P", ",".join(sorted(control.PROFILES))],
+    out = subprocess.run(["dpkg-checkbuilddeps", "-B", "-P", ",".join(sorted(profiles))],
                          cwd=tree, capture_output=True, text=True)
     m = re.search(r"Unmet build dependencies: (.*)", out.stderr)
     return m.group(1).strip() if m else ""
 
 
 def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
-          what: str, resume: bool, site_extra: str = "") -> None:
+          what: str, resume: bool, site_extra: str = "",
+          profiles: frozenset[str] = control.PROFILES) -> None:
     """dpkg-buildpackage for the architecture-dependent packages. `resume`:
     the tree holds an interrupted build of the same state; go on without
     cleaning (dh's stamps skip the steps already done)."""
     work = tree.parent
     for old in work.glob("*.deb"):
         old.unlink()
-    env = environment(ukl, cc, cxx, deps, work, site_extra)
+    env = environment(ukl, cc, cxx, deps, work, site_extra, profiles)
     if ukl:
         allow_static_archives(tree)
     cmd = ["dpkg-buildpackage", "--build=any", "--no-sign", "-d",
-           "-P" + ",".join(sorted(control.PROFILES))]
+           "-P" + ",".join(sorted(profiles))]
     if resume:
         cmd.append("-nc")
     run_logged(cmd, label=f"debian/rules {what}", cwd=tree, env=env, log_path=log,
