@@ -209,3 +209,55 @@ def test_a_mirror_that_cannot_serve_a_source_says_which_file() -> None:
            "gpm_1.20.7-10.debian.tar.xz  404  Not Found [IP: 203.0.113.80 80]\n"
            "E: Failed to fetch some archives.\n")
     assert source.fetch_failures(out) == ["gpm_1.20.7-10.debian.tar.xz: 404 Not Found"]
+
+
+def test_a_library_links_what_its_shared_libraries_depend_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """cyrus-sasl2's library links Berkeley DB, not its plugins' SQL and
+    LDAP libraries; the C library is the toolchain's; a program (the
+    section says so) is not followed."""
+    graph = {
+        "libsasl2-dev": ("cyrus-sasl2", "libdevel", ("libc-dev", "libsasl2-2")),
+        "libsasl2-2": ("cyrus-sasl2", "libs", ("libsasl2-modules-db", "libc6")),
+        "libsasl2-modules-db": ("cyrus-sasl2", "libs", ("libdb5.3", "zlib1g", "adduser")),
+        "libdb5.3": ("db5.3", "libs", ("libc6",)),
+        "zlib1g": ("zlib", "libs", ()),
+        "adduser": ("adduser", "admin", ("passwd",)),
+        "libsasl2-modules-sql": ("cyrus-sasl2", "libs", ("libpq5",)),
+        "libc6": ("glibc", "libs", ()),
+    }
+
+    def show(name: str) -> archive.BinaryPackage | None:
+        if name not in graph:
+            return None
+        source, section, depends = graph[name]
+        return archive.BinaryPackage(name, "1", source, depends, section)
+    monkeypatch.setattr(archive, "show", show)
+    assert archive.link_sources("libsasl2-dev") == {"cyrus-sasl2", "db5.3", "zlib"}
+
+
+def test_a_library_dependency_builds_only_what_its_library_links(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from ukl.app.debian import build as debbuild
+    pkgs = {n: archive.BinaryPackage(n, "1", s) for n, s in
+            (("libdb-dev", "db5.3"), ("libpq-dev", "postgresql-15"),
+             ("libsystemd-dev", "systemd"))}
+    monkeypatch.setattr(libdeps, "classify_all", lambda deps: [
+        libdeps.Dependency(n, "library", pkgs[n]) for n in pkgs])
+    asked: list[tuple[str, str | None]] = []
+
+    def build(src: str, ukl: bool, _chain: tuple[str, ...], library: bool,
+              linked_as: str | None) -> debbuild.Built:
+        asked.append((src, linked_as))
+        (tmp_path / src / "usr/lib").mkdir(parents=True)
+        (tmp_path / src / "usr/lib/libdb.a").write_text("")
+        return debbuild.Built(src, tmp_path, tmp_path / src, None, [])
+    monkeypatch.setattr(debbuild, "build", build)
+    ctl = control.Control("cyrus-sasl2", "1", [], ["libsasl2-2"], ["libsasl2-2"])
+    built, left = debbuild._library_deps(ctl, ("memcached",), frozenset({"db5.3", "systemd"}))
+    assert asked == [("db5.3", "libdb-dev")]
+    assert [b.package for b in built] == ["db5.3"]
+    assert [(d.name, d.why.split(":")[0].split(" (")[0]) for d in left] == [
+        ("libpq-dev", "cyrus-sasl2's library does not link it"),
+        ("libsystemd-dev", "libsystemd is built only with the whole of systemd, as a shared "
+         "library")]

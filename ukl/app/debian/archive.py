@@ -9,6 +9,7 @@ their file lists beside them, so a package is looked at once.
 from __future__ import annotations
 
 import os
+import functools
 import re
 import subprocess
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ class BinaryPackage:
     version: str
     # The source package that builds it (its own name if Source is absent).
     source: str
+    # Depends and Pre-Depends: each relation's first alternative.
+    depends: tuple[str, ...] = ()
+    section: str = ""
 
 
 def _debs_dir() -> Path:
@@ -41,6 +45,7 @@ def _apt_cache(*args: str) -> str:
     return res.stdout if res.returncode == 0 else ""
 
 
+@functools.lru_cache(maxsize=None)
 def show(name: str) -> BinaryPackage | None:
     """The candidate version of binary package `name`, or of the first
     package that provides it if it is virtual; None if apt knows neither."""
@@ -54,7 +59,40 @@ def show(name: str) -> BinaryPackage | None:
             return None
     para = Deb822(text.split("\n\n")[0])
     source = para.get("Source", para["Package"]).split()[0]
-    return BinaryPackage(para["Package"], para["Version"], source)
+    relations = ", ".join(para[f] for f in ("Pre-Depends", "Depends") if para.get(f))
+    depends = tuple(alt.split("|")[0].split()[0].split(":")[0]
+                    for alt in relations.split(",") if alt.strip())
+    return BinaryPackage(para["Package"], para["Version"], source, depends,
+                         para.get("Section", "").split("/")[-1])
+
+
+# The C library and the compiler's runtime: the UKL toolchain's own.
+_LIBRARY_SECTIONS = {"libs", "libdevel", "oldlibs"}
+_RUNTIME = re.compile(r"^(libc6|libc-dev|libgcc-s1|libstdc\+\+6|libc6-dev|libgcc-\d+-dev"
+                      r"|libstdc\+\+-\d+-dev|linux-libc-dev)$")
+
+
+def link_sources(name: str) -> frozenset[str]:
+    """The source packages of the libraries a program linking the library
+    of binary package `name` (a -dev package) links too: its shared
+    library packages and theirs, through Depends, without the toolchain's
+    own (libraries: Debian's sections libs and libdevel). A library's other
+    build dependencies serve its other programs and plugins (cyrus-sasl2's
+    SQL and LDAP plugins, pam's modules)."""
+    seen: set[str] = set()
+    sources: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in seen or _RUNTIME.match(current):
+            continue
+        seen.add(current)
+        pkg = show(current)
+        if pkg is None or (current != name and pkg.section not in _LIBRARY_SECTIONS):
+            continue
+        sources.add(pkg.source)
+        todo += pkg.depends
+    return frozenset(sources)
 
 
 def reverse_provides(name: str) -> list[str]:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ukl.app import unikernel
-from ukl.app.debian import control, features, libdeps, recipe, rules
+from ukl.app.debian import archive, control, features, libdeps, recipe, rules
 from ukl.app.debian import source as debsrc
 from ukl.common import paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
@@ -201,10 +201,15 @@ class LeftOut:
     why: str
 
 
-def _library_deps(ctl: control.Control,
-                  chain: tuple[str, ...]) -> tuple[list[Built], list[LeftOut]]:
+def _library_deps(ctl: control.Control, chain: tuple[str, ...],
+                  linked: frozenset[str] | None) -> tuple[list[Built], list[LeftOut]]:
     """Build the library build dependencies of a package for UKL; returns
-    the builds and the libraries left out."""
+    the builds and the libraries left out. `linked`: for a library built
+    as another package's dependency, the sources of the libraries its own
+    library links (ukl.app.debian.archive.link_sources); its other library
+    build dependencies are for its other programs and plugins, and are left
+    out (their configure switches go off), which keeps the recursion to
+    what a program's link needs."""
     built: list[Built] = []
     without: list[LeftOut] = []
     seen: set[str] = set()
@@ -213,6 +218,10 @@ def _library_deps(ctl: control.Control,
         if dep.kind != "library" or src is None or src == ctl.source or src in seen:
             continue
         seen.add(src)
+        if linked is not None and src not in linked:
+            without.append(LeftOut(dep.name, src, f"{ctl.source}'s library does not link it "
+                                   "(its other programs or plugins do)"))
+            continue
         reason = libdeps.NOT_FOR_UKL.get(src)
         if reason:
             without.append(LeftOut(dep.name, src, reason))
@@ -222,7 +231,8 @@ def _library_deps(ctl: control.Control,
                                    f"a dependency loop ({' -> '.join((*chain, src))})"))
             continue
         try:
-            lib = build(src, ukl=True, _chain=chain, library=True)
+            lib = build(src, ukl=True, _chain=chain, library=True,
+                        linked_as=dep.package.name if dep.package else None)
         except UklError as e:
             without.append(LeftOut(dep.name, src, e.message))
             continue
@@ -234,7 +244,7 @@ def _library_deps(ctl: control.Control,
 
 
 def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
-                  chain: tuple[str, ...], library: bool) -> Built:
+                  chain: tuple[str, ...], library: bool, linked_as: str | None) -> Built:
     ctl = control.read(source, library=library)
     why = libdeps.unsuitable(ctl)
     if why:
@@ -242,7 +252,8 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     key = (ctl.source, ukl, library)
     if key in _BUILT and not binary:
         return _BUILT[key]
-    deps, left_out = _library_deps(ctl, (*chain, ctl.source)) if ukl else ([], [])
+    linked = archive.link_sources(linked_as) if library and linked_as else None
+    deps, left_out = _library_deps(ctl, (*chain, ctl.source), linked) if ukl else ([], [])
     # Debian's rules may force on what was left out: its configure
     # switches go off (ukl.app.debian.features).
     switches = features.switches_off(features.configure_options(source),
@@ -358,16 +369,19 @@ def _find_program(tree: Path, wanted: str | None, package: str) -> Path:
 
 
 def build(package: str, ukl: bool, binary: str | None = None,
-          _chain: tuple[str, ...] = (), library: bool = False) -> Built:
+          _chain: tuple[str, ...] = (), library: bool = False,
+          linked_as: str | None = None) -> Built:
     """Build `package` (and its dependencies) in the given mode; returns
     the program to run (None for a library) and its tools. `library`: a
-    Debian build wanted for its static libraries and headers."""
+    Debian build wanted for its static libraries and headers; `linked_as`:
+    the binary package (libfoo-dev) another package's build depends on."""
     if package in _chain:
         raise UklError("dependency loop: " + " -> ".join((*_chain, package)))
     rec = recipe.load(package)
     source = debsrc.fetch(package)
     if _system(rec, source) == "debian":
-        return _debian_build(rec, source, ukl, binary, _chain, library or rec.library)
+        return _debian_build(rec, source, ukl, binary, _chain, library or rec.library,
+                             linked_as)
     deps = [build(d, ukl, _chain=(*_chain, package)) for d in rec.depends]
     cc, cxx = _compilers(ukl)
     work = paths.build_root() / "debian" / package / _mode(ukl)
