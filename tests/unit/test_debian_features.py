@@ -78,3 +78,22 @@ def test_configure_obeys_the_site_file_over_debians_command_line(tmp_path: Path)
     env["CONFIG_SITE"] = "/dev/null"
     refused = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True)
     assert refused.returncode != 0 and "forced on" in refused.stderr
+
+
+def test_debians_own_build_option_switches(tmp_path: Path) -> None:
+    """dnsmasq's rules add -DHAVE_DBUS unless DEB_BUILD_OPTIONS says
+    nodbus: a left-out libdbus-1-dev turns that word on."""
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "rules").write_text(
+        "ifeq (,$(filter nodbus,$(DEB_BUILD_OPTIONS)))\n\tCOPTS += -DHAVE_DBUS\nendif\n"
+        "ifeq (,$(filter noidn, $(DEB_BUILD_OPTIONS)))\n\tCOPTS += -DHAVE_LIBIDN2\nendif\n"
+        "ifeq (,$(filter nocheck,$(DEB_BUILD_OPTIONS)))\n\tmake test\nendif\n"
+        "# nothing else: notftp\n")
+    options = features.rules_options(tmp_path)
+    assert options == {"nodbus", "noidn"}
+    off = features.switches_off(options, [("libdbus-1-dev", "dbus"),
+                                          ("libidn2-dev", "libidn2"), ("libtftp-dev", None)])
+    assert {d: [s.option for s in sws] for d, sws in off.items()} == {
+        "libdbus-1-dev": ["DEB_BUILD_OPTIONS=nodbus"], "libidn2-dev": ["DEB_BUILD_OPTIONS=noidn"]}
+    assert features.build_options(off) == ["nodbus", "noidn"]
+    assert features.site_text(off) == ""

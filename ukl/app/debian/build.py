@@ -256,9 +256,10 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     deps, left_out = _library_deps(ctl, (*chain, ctl.source), linked) if ukl else ([], [])
     # Debian's rules may force on what was left out: its configure
     # switches go off (ukl.app.debian.features).
-    switches = features.switches_off(features.configure_options(source),
-                                     [(d.name, d.source) for d in left_out])
-    site = features.site_text(switches)
+    switches = features.switches_off(
+        features.configure_options(source) | features.rules_options(source),
+        [(d.name, d.source) for d in left_out])
+    site, options_off = features.site_text(switches), features.build_options(switches)
     without = [_left_out_line(d, switches.get(d.name, [])) for d in left_out]
     sysroots: list[Path] = []
     for d in deps:
@@ -272,6 +273,7 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     # How Debian's build is run (rules.py) is an input too.
     state = stamp.digest(_state(rec, cc, deps), ctl.version, repr(sysroots),
                          str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE, site,
+                         repr(options_off),
                          rules.environment_summary(ukl, ctl.profiles))
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
@@ -289,8 +291,8 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
                 _apply_patches(rec, tree, ukl)
                 stamp.record(work / STARTED_STAMP, state)
             try:
-                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume, site,
-                            ctl.profiles)
+                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume,
+                            rules.Off(site, tuple(options_off)), ctl.profiles)
             except UklError as e:
                 if without:
                     # What was left out is often why (a configure option

@@ -11,13 +11,18 @@ configure reads the site file after its command line, so `enable_sasl=no`
 there overrides the `--enable-sasl` Debian's rules pass, just as the
 site file's `enable_static=yes` overrides `--disable-static`.
 
+Some packages' rules take Debian's own switches instead, words in
+DEB_BUILD_OPTIONS (dnsmasq's rules add -DHAVE_DBUS unless `nodbus`): those
+the rules test for are turned on the same way.
+
 Which switch belongs to which library is read from the names: the
 package's own options (AC_ARG_ENABLE and AC_ARG_WITH in configure.ac and
-its m4 files, or the generated configure's list) that name the library,
-its -dev package or its source package, and for OpenSSL its usual
-feature names (tls, ssl). Nothing is turned off for other build systems;
-the build then fails or builds without the feature, as its configure
-decides, and the report says what was left out either way.
+its m4 files, or the generated configure's list; `no` words its rules
+look for in DEB_BUILD_OPTIONS) that name the library, its -dev package or
+its source package, and for OpenSSL its usual feature names (tls, ssl).
+Nothing is turned off for other build systems' options; the build then
+fails or builds without the feature, as its configure decides, and the
+report says what was left out either way.
 """
 from __future__ import annotations
 
@@ -42,14 +47,27 @@ _NEVER = {"enable_option_checking", "enable_static", "enable_shared",
           "enable_silent_rules", "enable_dependency_tracking"}
 
 
+# DEB_BUILD_OPTIONS words every build has its own say on.
+_GENERIC_BUILD_OPTIONS = {"nocheck", "nodoc", "noopt", "nostrip", "noudeb", "nobiarch",
+                          "noautodbgsym", "noddebs", "nolto", "noinsttest"}
+_RULES_OPTION = re.compile(r"\b(no[a-z0-9]+)\b")
+
+
 @dataclass(frozen=True)
 class Switch:
-    """A configure switch turned off: `variable` (enable_sasl) is what the
-    site file sets; `option` (--disable-sasl) is what a user would type."""
+    """A switch turned off: a configure option's variable (enable_sasl:
+    what the site file sets; `option` is what a user would type,
+    --disable-sasl), or a DEB_BUILD_OPTIONS word (nodbus)."""
     variable: str
 
     @property
+    def build_option(self) -> bool:
+        return self.variable.startswith("no")
+
+    @property
     def option(self) -> str:
+        if self.build_option:
+            return f"DEB_BUILD_OPTIONS={self.variable}"
         kind, _, name = self.variable.partition("_")
         name = name.replace("_", "-")
         return f"--disable-{name}" if kind == "enable" else f"--without-{name}"
@@ -83,6 +101,18 @@ def configure_options(tree: Path) -> set[str]:
     return found - _NEVER
 
 
+def rules_options(tree: Path) -> set[str]:
+    """The `no` words debian/rules (and makefiles it includes from
+    debian/) looks for in DEB_BUILD_OPTIONS, but those every build has."""
+    found: set[str] = set()
+    for rules in [tree / "debian" / "rules", *sorted((tree / "debian").glob("*.mk"))]:
+        if rules.is_file():
+            for line in rules.read_text(errors="replace").splitlines():
+                if "DEB_BUILD_OPTIONS" in line:
+                    found |= set(_RULES_OPTION.findall(line))
+    return found - _GENERIC_BUILD_OPTIONS
+
+
 def _stems(name: str) -> set[str]:
     """The feature names a package name may go by: libsasl2-dev -> sasl2,
     sasl, libsasl2; cyrus-sasl2 -> cyrus-sasl2, sasl2, sasl."""
@@ -105,6 +135,7 @@ def switches_off(options: set[str], left_out: list[tuple[str, str | None]]) -> \
     for dep, source in left_out:
         stems = _stems(dep) | (_stems(source) if source else set())
         names = {_variable(k, s) for s in stems for k in ("enable", "with")}
+        names |= {f"no{s}" for s in stems}
         hits = sorted(options & names)
         if hits:
             out[dep] = [Switch(v) for v in hits]
@@ -115,6 +146,12 @@ def site_text(switches: dict[str, list[Switch]]) -> str:
     """config.site lines that turn the switches off ("" for none)."""
     lines = []
     for dep, sws in sorted(switches.items()):
-        lines.append(f"# {dep} could not be built for UKL")
-        lines += [s.site_line for s in sws]
+        configure = [s.site_line for s in sws if not s.build_option]
+        if configure:
+            lines += [f"# {dep} could not be built for UKL", *configure]
     return "\n".join(lines) + "\n" if lines else ""
+
+
+def build_options(switches: dict[str, list[Switch]]) -> list[str]:
+    """The DEB_BUILD_OPTIONS words that turn the switches off."""
+    return sorted({s.variable for sws in switches.values() for s in sws if s.build_option})

@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from ukl.app.debian import archive, control
@@ -64,12 +65,19 @@ def _build_options() -> str:
     return f"nocheck nostrip noddebs parallel={jobs()}"
 
 
+@dataclass(frozen=True)
+class Off:
+    """What ukl.app.debian.features turns off: config.site lines and
+    DEB_BUILD_OPTIONS words."""
+    site: str = ""
+    build_options: tuple[str, ...] = ()
+
+
 def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
-                site_extra: str = "",
-                profiles: frozenset[str] = control.PROFILES) -> dict[str, str]:
-    """The build's environment; `site_extra`: more config.site lines (the
-    switches ukl.app.debian.features turns off)."""
-    env = build_env(CC=cc, CXX=cxx, DEB_BUILD_OPTIONS=_build_options(),
+                off: Off = Off(), profiles: frozenset[str] = control.PROFILES) -> dict[str, str]:
+    """The build's environment."""
+    env = build_env(CC=cc, CXX=cxx,
+                    DEB_BUILD_OPTIONS=" ".join([_build_options(), *off.build_options]),
                     DEB_BUILD_PROFILES=",".join(sorted(profiles)),
                     DEBIAN_FRONTEND="noninteractive")
     # dpkg-buildpackage sets the flags from dpkg-buildflags; an outer
@@ -90,7 +98,7 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
         "DPKG_GENSYMBOLS_CHECK_LEVEL": "0",
     })
     site = work / "config.site"
-    site.write_text(CONFIG_SITE + site_extra)
+    site.write_text(CONFIG_SITE + off.site)
     env["CONFIG_SITE"] = str(site)
     shims = compiler_shims(work / "compilers", cc, cxx)
     env.update(PATH=f"{shims}:{env.get('PATH', os.defpath)}", **{COMPILER_SHIMS_ENV: str(shims)})
@@ -154,7 +162,7 @@ def unmet_build_depends(tree: Path, profiles: frozenset[str] = control.PROFILES)
 
 
 def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
-          what: str, resume: bool, site_extra: str = "",
+          what: str, resume: bool, off: Off = Off(),
           profiles: frozenset[str] = control.PROFILES) -> None:
     """dpkg-buildpackage for the architecture-dependent packages. `resume`:
     the tree holds an interrupted build of the same state; go on without
@@ -162,7 +170,7 @@ def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
     work = tree.parent
     for old in work.glob("*.deb"):
         old.unlink()
-    env = environment(ukl, cc, cxx, deps, work, site_extra, profiles)
+    env = environment(ukl, cc, cxx, deps, work, off, profiles)
     if ukl:
         allow_static_archives(tree)
     cmd = ["dpkg-buildpackage", "--build=any", "--no-sign", "-d",
