@@ -301,3 +301,24 @@ def test_crt_files_branch_only_through_the_kernels_thunks(crt: str) -> None:
     # crt1.o, crti.o and crtn.o are assembly.
     [(_, code)] = _disassembly(_sysroot_library(crt))
     assert not _PLAIN_BRANCH.search(code), code
+
+
+def test_a_configure_check_links_for_the_host_only(tmp_path: Path) -> None:
+    """autoconf's conftest gets no UKL object (nothing puts it into a
+    kernel), but is linted as the real program would be: a check that
+    would fail `ukl lint` fails, so configure turns the feature off."""
+    src = tmp_path / "conftest.c"
+    src.write_text("int main(void) { return 0; }\n")
+    probe = tmp_path / "conftest"
+    subprocess.run([str(REPO / "bin" / "ukl-cc"), str(src), "-o", str(probe)], check=True)
+    assert subprocess.run([str(probe)]).returncode == 0
+    with pytest.raises(driver.DriverError):
+        driver.extract_ukl_object(probe, tmp_path / "none.o")
+    program = tmp_path / "program"
+    subprocess.run([str(REPO / "bin" / "ukl-cc"), str(src), "-o", str(program)], check=True)
+    driver.extract_ukl_object(program, tmp_path / "program.ukl.o")
+    raw = tmp_path / "conftest.c"
+    raw.write_text("int main(void) { __asm__ volatile(\"syscall\"); return 0; }\n")
+    res = subprocess.run([str(REPO / "bin" / "ukl-cc"), str(raw), "-o", str(probe)],
+                         capture_output=True, text=True)
+    assert res.returncode != 0 and "ukl lint" in res.stderr

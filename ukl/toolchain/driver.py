@@ -280,6 +280,18 @@ def make_ukl_object(cxx: bool, user_obj: Path, out: Path, tmp: Path) -> None:
     _run(["objcopy", f"--redefine-syms={mapping}", str(out)])
 
 
+# What autoconf's checks link (conftest$ac_exeext): run on the host or
+# only linked, never put into a kernel.
+_PROBE = re.compile(r"^conftest(\.exe)?$")
+
+
+def configure_probe(output: Path) -> bool:
+    """Whether `output` is a configure check's program, which needs no UKL
+    object: the host link already tells configure whether it links, and
+    the user code was linted (a check fails as the real program would)."""
+    return bool(_PROBE.match(output.name))
+
+
 def link(cxx: bool, args: list[str]) -> None:
     output_name, user_args = split_output(args)
     output = Path(output_name)
@@ -292,6 +304,8 @@ def link(cxx: bool, args: list[str]) -> None:
         _combine_user_inputs(cxx, user_args, user_obj)
         _run([gcc, "-static", "-no-pie", "-nostdlib", *start, str(user_obj), str(host_entry),
               *libs, *end, "-o", str(output)])
+        if configure_probe(output):
+            return
         ukl_obj = tmp / "app.ukl.o"
         make_ukl_object(cxx, user_obj, ukl_obj, tmp)
         _run(["objcopy", "--add-section", f"{UKL_SECTION}={ukl_obj}",
