@@ -247,7 +247,7 @@ def test_a_library_dependency_builds_only_what_its_library_links(
     asked: list[tuple[str, str | None]] = []
 
     def build(src: str, ukl: bool, _chain: tuple[str, ...], library: bool,
-              linked_as: str | None) -> debbuild.Built:
+              linked_as: str | None, leave_out: frozenset[str]) -> debbuild.Built:
         asked.append((src, linked_as))
         (tmp_path / src / "usr/lib").mkdir(parents=True)
         (tmp_path / src / "usr/lib/libdb.a").write_text("")
@@ -258,6 +258,25 @@ def test_a_library_dependency_builds_only_what_its_library_links(
     assert asked == [("db5.3", "libdb-dev")]
     assert [b.package for b in built] == ["db5.3"]
     assert [(d.name, d.why.split(":")[0].split(" (")[0]) for d in left] == [
-        ("libpq-dev", "cyrus-sasl2's library does not link it"),
+        ("libpq-dev", "Debian's cyrus-sasl2 does not link it"),
         ("libsystemd-dev", "libsystemd is built only with the whole of systemd, as a shared "
          "library")]
+    asked.clear()
+    built, left = debbuild._library_deps(ctl, ("memcached",), None, frozenset({"db5.3"}))
+    assert [d.why for d in left if d.name == "libdb-dev"] == ["left out as asked (--without)"]
+    assert ("db5.3", "libdb-dev") not in asked
+    assert debbuild.unmatched(frozenset({"db5.3", "libnothing-dev"})) == ["libnothing-dev"]
+
+
+def test_the_program_is_looked_for_in_the_package_named_like_it_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_archive(monkeypatch, {
+        "nginx-common": ["etc/nginx/nginx.conf"],
+        "libnginx-mod-http-image-filter": ["usr/lib/nginx/modules/ngx_http_image_filter.so"],
+        "nginx": ["usr/sbin/nginx", "usr/share/doc/nginx/copyright"],
+        "perl-base": ["usr/bin/perl", "usr/bin/cpan"],
+    })
+    assert archive.shipping(["nginx-common", "libnginx-mod-http-image-filter", "nginx"],
+                            "nginx") == "nginx"
+    assert archive.shipping(["perl", "perl-base"], "perl") == "perl-base"
+    assert archive.shipping(["nginx-common"], "nginx") is None

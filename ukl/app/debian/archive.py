@@ -148,3 +148,18 @@ def install(names: list[str], why: str) -> None:
     run_logged(["apt-get", "install", "-y", "--no-install-recommends", *missing],
                label=f"apt-get install ({len(missing)} packages for {why})", env=env,
                log_path=paths.logs_dir() / "apt-install.log", append=True)
+
+
+_PROGRAM_DIRS = ("usr/bin", "usr/sbin", "bin", "sbin", "usr/games")
+
+
+def shipping(binaries: list[str], program: str) -> str | None:
+    """Which of a source's binary packages ships `program` (a name in
+    usr/bin, usr/sbin, ...), by the archive's .deb contents; the package
+    named like the program is looked at first. None if none does."""
+    paths_wanted = {f"{d}/{program}" for d in _PROGRAM_DIRS}
+    for name in sorted(binaries, key=lambda b: b != program):
+        pkg = show(name)
+        if pkg is not None and pkg.name == name and paths_wanted & set(contents(pkg)):
+            return name
+    return None

@@ -188,9 +188,11 @@ def _system(rec: recipe.Recipe, source: Path) -> str:
                               ("configure", "configure.ac", "configure.in")) else "make"
 
 
-# (source package, ukl, library) -> its build, for this process: a library
-# several packages need is looked at once.
-_BUILT: dict[tuple[str, bool, bool], Built] = {}
+# (source package, ukl, library, left out) -> its build, for this process:
+# a library several packages need is looked at once.
+_BUILT: dict[tuple[str, bool, bool, frozenset[str]], Built] = {}
+# The --without names some build dependency matched, for this process.
+_LEFT_OUT_AS_ASKED: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -202,14 +204,16 @@ class LeftOut:
 
 
 def _library_deps(ctl: control.Control, chain: tuple[str, ...],
-                  linked: frozenset[str] | None) -> tuple[list[Built], list[LeftOut]]:
+                  linked: frozenset[str] | None,
+                  leave_out: frozenset[str] = frozenset()) -> tuple[list[Built], list[LeftOut]]:
     """Build the library build dependencies of a package for UKL; returns
     the builds and the libraries left out. `linked`: for a library built
     as another package's dependency, the sources of the libraries its own
     library links (ukl.app.debian.archive.link_sources); its other library
     build dependencies are for its other programs and plugins, and are left
     out (their configure switches go off), which keeps the recursion to
-    what a program's link needs."""
+    what a program's link needs. `leave_out`: build dependencies or source
+    packages the user said to go without (`--without`), at every level."""
     built: list[Built] = []
     without: list[LeftOut] = []
     seen: set[str] = set()
@@ -218,8 +222,13 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
         if dep.kind != "library" or src is None or src == ctl.source or src in seen:
             continue
         seen.add(src)
+        asked = leave_out & {dep.name, src}
+        if asked:
+            _LEFT_OUT_AS_ASKED.update(asked)
+            without.append(LeftOut(dep.name, src, "left out as asked (--without)"))
+            continue
         if linked is not None and src not in linked:
-            without.append(LeftOut(dep.name, src, f"{ctl.source}'s library does not link it "
+            without.append(LeftOut(dep.name, src, f"Debian's {ctl.source} does not link it "
                                    "(its other programs or plugins do)"))
             continue
         reason = libdeps.NOT_FOR_UKL.get(src)
@@ -232,7 +241,8 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
             continue
         try:
             lib = build(src, ukl=True, _chain=chain, library=True,
-                        linked_as=dep.package.name if dep.package else None)
+                        linked_as=dep.package.name if dep.package else None,
+                        leave_out=leave_out)
         except UklError as e:
             without.append(LeftOut(dep.name, src, e.message))
             continue
@@ -244,16 +254,18 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
 
 
 def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
-                  chain: tuple[str, ...], library: bool, linked_as: str | None) -> Built:
+                  chain: tuple[str, ...], library: bool, linked_as: str | None,
+                  leave_out: frozenset[str]) -> Built:
     ctl = control.read(source, library=library)
     why = libdeps.unsuitable(ctl)
     if why:
         raise UklError(f"{ctl.source} cannot be built as a UKL program: {why}")
-    key = (ctl.source, ukl, library)
+    key = (ctl.source, ukl, library, leave_out)
     if key in _BUILT and not binary:
         return _BUILT[key]
-    linked = archive.link_sources(linked_as) if library and linked_as else None
-    deps, left_out = _library_deps(ctl, (*chain, ctl.source), linked) if ukl else ([], [])
+    linked = _links(ctl, rec, binary, library, linked_as) if ukl else None
+    deps, left_out = (_library_deps(ctl, (*chain, ctl.source), linked, leave_out) if ukl
+                      else ([], []))
     # Debian's rules may force on what was left out: its configure
     # switches go off (ukl.app.debian.features).
     switches = features.switches_off(
@@ -322,6 +334,29 @@ def _left_out_line(dep: LeftOut, switches: list[features.Switch]) -> str:
     return f"{dep.name}{off}: {dep.why}"
 
 
+def _program_name(ctl: control.Control, rec: recipe.Recipe, binary: str | None) -> str:
+    return Path(binary or rec.program or ctl.source).name
+
+
+def _links(ctl: control.Control, rec: recipe.Recipe, binary: str | None, library: bool,
+           linked_as: str | None) -> frozenset[str] | None:
+    """The source packages whose libraries Debian's own binary links: of
+    the -dev package another build asked for (a library), or of the binary
+    package that ships the program. Library build dependencies outside
+    them serve the package's other programs and plugins (nginx's dynamic
+    modules and libgd, say) and are not built. None (build them all) when
+    neither is known."""
+    if library:
+        return archive.link_sources(linked_as) if linked_as else None
+    shipped_in = archive.shipping(ctl.binaries, _program_name(ctl, rec, binary))
+    return archive.link_sources(shipped_in) if shipped_in else None
+
+
+def unmatched(leave_out: frozenset[str]) -> list[str]:
+    """The --without names no build dependency matched in this process."""
+    return sorted(leave_out - _LEFT_OUT_AS_ASKED)
+
+
 def _staged_programs(rec: recipe.Recipe, ctl: control.Control, tree: Path,
                      binary: str | None, library: bool) -> tuple[Path | None, list[Path]]:
     """The program (None for a library) and the recipe's tools, as the
@@ -372,18 +407,20 @@ def _find_program(tree: Path, wanted: str | None, package: str) -> Path:
 
 def build(package: str, ukl: bool, binary: str | None = None,
           _chain: tuple[str, ...] = (), library: bool = False,
-          linked_as: str | None = None) -> Built:
+          linked_as: str | None = None, leave_out: frozenset[str] = frozenset()) -> Built:
     """Build `package` (and its dependencies) in the given mode; returns
     the program to run (None for a library) and its tools. `library`: a
     Debian build wanted for its static libraries and headers; `linked_as`:
-    the binary package (libfoo-dev) another package's build depends on."""
+    the binary package (libfoo-dev) another package's build depends on;
+    `leave_out`: library build dependencies (or their source packages) to
+    go without, in the package and in every library built for it."""
     if package in _chain:
         raise UklError("dependency loop: " + " -> ".join((*_chain, package)))
     rec = recipe.load(package)
     source = debsrc.fetch(package)
     if _system(rec, source) == "debian":
         return _debian_build(rec, source, ukl, binary, _chain, library or rec.library,
-                             linked_as)
+                             linked_as, leave_out)
     deps = [build(d, ukl, _chain=(*_chain, package)) for d in rec.depends]
     cc, cxx = _compilers(ukl)
     work = paths.build_root() / "debian" / package / _mode(ukl)
