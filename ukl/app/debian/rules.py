@@ -8,7 +8,10 @@ only the compiler changes:
     same program as an ordinary process, for the stock kernel);
   * DEB_BUILD_OPTIONS: nocheck (test suites run programs that are not
     there at build time), nostrip (strip would drop the UKL object's
-    symbols), noddebs; build profile nocheck (not nodoc: rules that copy a
+    symbols), noddebs, nopgo and nolto (a profile-guided build runs the
+    package's test suite to train it, as Python's does; link-time
+    optimisation would defer code generation past the UKL object's link);
+    build profile nocheck (not nodoc: rules that copy a
     man page after dh_installman break, as zstd's do);
   * for UKL: the dependencies' install trees in $UKL_DEPS_SYSROOT (ukl-cc
     searches them), pkg-config sees only their .pc files, a -shared link
@@ -62,7 +65,7 @@ _PKGCONFIG_VAR = re.compile(r"^(\w+)=(/usr\b)", re.M)
 
 
 def _build_options() -> str:
-    return f"nocheck nostrip noddebs parallel={jobs()}"
+    return f"nocheck nostrip noddebs nopgo nolto parallel={jobs()}"
 
 
 @dataclass(frozen=True)
