@@ -76,6 +76,7 @@ def build_debian_image(name: str, flavour: Flavour, package: str, spec: Initramf
     # An ordinary process from Debian's build is linked dynamically, as
     # Debian's own binary is: its libraries go into the image.
     spec.files += list(built.runtime)
+    spec.trees += list(built.data)
     tools = (debbuild.build(package, ukl=False).tools if flavour.is_ukl and rec.tools
              else built.tools)
     spec.files += [(t, f"/usr/bin/{t.name}") for t in tools] + rec.files

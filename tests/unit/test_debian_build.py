@@ -280,3 +280,28 @@ def test_the_program_is_looked_for_in_the_package_named_like_it_first(
                             "nginx") == "nginx"
     assert archive.shipping(["perl", "perl-base"], "perl") == "perl-base"
     assert archive.shipping(["nginx-common"], "nginx") is None
+
+
+def test_the_images_data_is_what_the_program_reads_not_docs_or_libraries(
+        tmp_path: Path) -> None:
+    staged = tmp_path / "debian" / "libpython3.11-minimal"
+    for d in ("usr/lib/python3.11/encodings", "usr/lib/x86_64-linux-gnu",
+              "usr/share/doc/libpython3.11-minimal", "usr/share/binfmts", "etc/python3.11"):
+        (staged / d).mkdir(parents=True)
+    (staged / "usr/lib/python3.11/os.py").write_text("")
+    (tmp_path / "debian" / "python3.11-minimal" / "usr/bin").mkdir(parents=True)
+    trees = rules.data_trees(tmp_path, ["python3.11-minimal", "libpython3.11-minimal",
+                                        "not-built"])
+    assert [guest for _, guest in trees] == ["/etc", "/usr/lib/python3.11", "/usr/share/binfmts"]
+    assert trees[1][0] == staged / "usr/lib/python3.11"
+
+
+def test_a_program_package_brings_the_packages_of_its_source_it_depends_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = {"python3.11-minimal": ("libpython3.11-minimal", "libexpat1", "zlib1g"),
+             "libpython3.11-minimal": ("libc6",)}
+    monkeypatch.setattr(archive, "show", lambda name: archive.BinaryPackage(
+        name, "1", "python3.11", graph.get(name, ())))
+    assert archive.same_source_depends(
+        "python3.11-minimal", ["python3.11", "python3.11-minimal", "libpython3.11-minimal"]) == [
+            "python3.11-minimal", "libpython3.11-minimal"]

@@ -163,3 +163,21 @@ def shipping(binaries: list[str], program: str) -> str | None:
         if pkg is not None and pkg.name == name and paths_wanted & set(contents(pkg)):
             return name
     return None
+
+
+def same_source_depends(name: str, binaries: list[str]) -> list[str]:
+    """Binary package `name` and the packages among `binaries` (its
+    source's) it depends on, recursively: python3.11-minimal and
+    libpython3.11-minimal, whose files are the standard library the
+    interpreter needs."""
+    found: list[str] = []
+    todo = [name]
+    while todo:
+        current = todo.pop(0)
+        if current in found:
+            continue
+        found.append(current)
+        pkg = show(current)
+        if pkg is not None:
+            todo += [d for d in pkg.depends if d in binaries]
+    return found

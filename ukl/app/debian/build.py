@@ -63,6 +63,9 @@ class Built:
     without: tuple[str, ...] = ()
     # An ordinary process's shared libraries: (host path, guest path).
     runtime: tuple[tuple[Path, str], ...] = ()
+    # Files the program reads at run time, from its binary package and the
+    # ones of its source that package depends on: (host dir, guest dir).
+    data: tuple[tuple[Path, str], ...] = ()
     version: str = ""
 
 
@@ -320,9 +323,15 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
             stamp.record(work / BUILT_STAMP, state)
     program, tools = _staged_programs(rec, ctl, tree, binary, library)
     runtime = tuple(rules.runtime_files(program)) if program and not ukl else ()
+    data: tuple[tuple[Path, str], ...] = ()
+    if program is not None:
+        shipped_in = archive.shipping(ctl.binaries, _program_name(ctl, rec, binary))
+        if shipped_in:
+            data = tuple(rules.data_trees(
+                tree, archive.same_source_depends(shipped_in, ctl.binaries)))
     done = Built(ctl.source, tree, prefix, program, tools,
                  sysroots=((prefix,) if library else ()) + tuple(sysroots),
-                 without=tuple(without), runtime=runtime, version=ctl.version)
+                 without=tuple(without), runtime=runtime, version=ctl.version, data=data)
     if not binary:
         _BUILT[key] = done
     return done

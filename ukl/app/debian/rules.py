@@ -245,6 +245,36 @@ def _built_archive(tree: Path, name: str) -> Path | None:
     return found[0] if found else None
 
 
+# What a program does not read at run time: documentation, and (usr/lib's
+# multiarch directory) shared libraries, which a UKL program cannot load and
+# an ordinary process gets from the host (runtime_files).
+_NOT_DATA = {"usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/lintian",
+             "usr/share/bug", "usr/share/doc-base", "usr/lib/debug",
+             f"usr/lib/{layout.MULTIARCH}", "usr/bin", "usr/sbin", "bin", "sbin"}
+
+
+def data_trees(tree: Path, binaries: list[str]) -> list[tuple[Path, str]]:
+    """The files Debian's build staged for `binaries` that a program reads
+    at run time (Python's standard library, PHP's php.ini, nginx's
+    mime.types), as (host directory, guest directory) trees: etc/, and the
+    directories of usr/lib and usr/share but documentation and shared
+    libraries (_NOT_DATA)."""
+    trees = []
+    for b in binaries:
+        staged = tree / "debian" / b
+        if not staged.is_dir():
+            continue
+        tops = [staged / "etc", staged / "var"]
+        for parent in ("usr/lib", "usr/share"):
+            if (staged / parent).is_dir():
+                tops += sorted((staged / parent).iterdir())
+        for top in tops:
+            rel = top.relative_to(staged).as_posix()
+            if top.is_dir() and not top.is_symlink() and rel not in _NOT_DATA:
+                trees.append((top, f"/{rel}"))
+    return trees
+
+
 def find_program(tree: Path, binaries: list[str], wanted: list[str]) -> Path | None:
     """The first of `wanted` (a path relative to the staging directory, or
     a program name looked up in usr/bin, usr/sbin, bin, sbin, usr/games)
