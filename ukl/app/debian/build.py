@@ -266,16 +266,20 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     key = (ctl.source, ukl, library, leave_out)
     if key in _BUILT and not binary:
         return _BUILT[key]
-    linked = _links(ctl, rec, binary, library, linked_as) if ukl else None
+    # The binary package that ships the program (None for a library).
+    shipped_in = None if library else archive.shipping(ctl.binaries,
+                                                       _program_name(ctl, rec, binary))
+    linked = _links(library, linked_as, shipped_in) if ukl else None
     deps, left_out = (_library_deps(ctl, (*chain, ctl.source), linked, leave_out) if ukl
                       else ([], []))
-    # Debian's rules may force on what was left out: its configure
-    # switches go off (ukl.app.debian.features).
-    switches = features.switches_off(
-        features.configure_options(source) | features.rules_options(source),
-        [(d.name, d.source) for d in left_out])
-    site, options_off = features.site_text(switches), features.build_options(switches)
-    without = [_left_out_line(d, switches.get(d.name, [])) for d in left_out]
+    # Debian's rules may force on what was left out: its configure switches
+    # go off, and the packages that need it are not built.
+    off = features.turn_off(source, ctl.binaries, [(d.name, d.source) for d in left_out],
+                            keep=shipped_in)
+    without = [_left_out_line(d, off.switches.get(d.name, [])) for d in left_out]
+    if off.packages:
+        print(f"ukl: {ctl.source}: not building {', '.join(off.packages)} (they need "
+              "libraries left out)", file=sys.stderr)
     sysroots: list[Path] = []
     for d in deps:
         sysroots += [s for s in d.sysroots if s not in sysroots]
@@ -287,8 +291,7 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     log = _log(rec, ukl)
     # How Debian's build is run (rules.py) is an input too.
     state = stamp.digest(_state(rec, cc, deps), ctl.version, repr(sysroots),
-                         str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE, site,
-                         repr(options_off),
+                         str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE, repr(off),
                          rules.environment_summary(ukl, ctl.profiles))
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
@@ -306,8 +309,8 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
                 _apply_patches(rec, tree, ukl)
                 stamp.record(work / STARTED_STAMP, state)
             try:
-                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume,
-                            rules.Off(site, tuple(options_off)), ctl.profiles)
+                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume, off,
+                            ctl.profiles)
             except UklError as e:
                 if without:
                     # What was left out is often why (a configure option
@@ -324,11 +327,9 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     program, tools = _staged_programs(rec, ctl, tree, binary, library)
     runtime = tuple(rules.runtime_files(program)) if program and not ukl else ()
     data: tuple[tuple[Path, str], ...] = ()
-    if program is not None:
-        shipped_in = archive.shipping(ctl.binaries, _program_name(ctl, rec, binary))
-        if shipped_in:
-            data = tuple(rules.data_trees(
-                tree, archive.same_source_depends(shipped_in, ctl.binaries)))
+    if program is not None and shipped_in:
+        data = tuple(rules.data_trees(tree,
+                                      archive.same_source_depends(shipped_in, ctl.binaries)))
     done = Built(ctl.source, tree, prefix, program, tools,
                  sysroots=((prefix,) if library else ()) + tuple(sysroots),
                  without=tuple(without), runtime=runtime, version=ctl.version, data=data)
@@ -347,18 +348,16 @@ def _program_name(ctl: control.Control, rec: recipe.Recipe, binary: str | None) 
     return Path(binary or rec.program or ctl.source).name
 
 
-def _links(ctl: control.Control, rec: recipe.Recipe, binary: str | None, library: bool,
-           linked_as: str | None) -> frozenset[str] | None:
+def _links(library: bool, linked_as: str | None,
+           shipped_in: str | None) -> frozenset[str] | None:
     """The source packages whose libraries Debian's own binary links: of
     the -dev package another build asked for (a library), or of the binary
     package that ships the program. Library build dependencies outside
     them serve the package's other programs and plugins (nginx's dynamic
     modules and libgd, say) and are not built. None (build them all) when
     neither is known."""
-    if library:
-        return archive.link_sources(linked_as) if linked_as else None
-    shipped_in = archive.shipping(ctl.binaries, _program_name(ctl, rec, binary))
-    return archive.link_sources(shipped_in) if shipped_in else None
+    wanted = linked_as if library else shipped_in
+    return archive.link_sources(wanted) if wanted else None
 
 
 def unmatched(leave_out: frozenset[str]) -> list[str]:

@@ -15,6 +15,11 @@ Some packages' rules take Debian's own switches instead, words in
 DEB_BUILD_OPTIONS (dnsmasq's rules add -DHAVE_DBUS unless `nodbus`): those
 the rules test for are turned on the same way.
 
+The package's binary packages that need a left-out library (its plugins:
+lighttpd's mod_authn_gssapi needs Kerberos) are not built: their files
+would be missing, which stops dh_install. debhelper is told with
+DH_OPTIONS=-NPACKAGE, and so are the ones that depend on those.
+
 Which switch belongs to which library is read from the names: the
 package's own options (AC_ARG_ENABLE and AC_ARG_WITH in configure.ac and
 its m4 files, or the generated configure's list; `no` words its rules
@@ -27,8 +32,10 @@ report says what was left out either way.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from ukl.app.debian import archive
 
 # Feature names that mean a library whose name does not say so.
 _ALIASES = {
@@ -155,3 +162,52 @@ def site_text(switches: dict[str, list[Switch]]) -> str:
 def build_options(switches: dict[str, list[Switch]]) -> list[str]:
     """The DEB_BUILD_OPTIONS words that turn the switches off."""
     return sorted({s.variable for sws in switches.values() for s in sws if s.build_option})
+
+
+@dataclass(frozen=True)
+class Off:
+    """What a build turns off: config.site lines, DEB_BUILD_OPTIONS words,
+    binary packages not built; and the switches, by dependency (for the
+    report)."""
+    site: str = ""
+    build_options: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    switches: dict[str, list[Switch]] = field(default_factory=dict, compare=False)
+
+    @property
+    def dh_options(self) -> str:
+        return " ".join(f"-N{p}" for p in self.packages)
+
+
+def packages_needing(binaries: list[str], sources: set[str], keep: str | None) -> list[str]:
+    """The binary packages among `binaries` (one source's) that depend on a
+    library of `sources` (left out), or on such a package; never `keep`
+    (the program's own)."""
+    deps = {}
+    for b in binaries:
+        pkg = archive.show(b)
+        deps[b] = pkg.depends if pkg is not None and pkg.name == b else ()
+    needing: list[str] = []
+    for b in binaries:
+        if b != keep and any((d := archive.show(dep)) is not None and d.source in sources
+                             and dep not in binaries for dep in deps[b]):
+            needing.append(b)
+    grew = True
+    while grew:
+        grew = False
+        for b in binaries:
+            if b != keep and b not in needing and any(d in needing for d in deps[b]):
+                needing.append(b)
+                grew = True
+    return needing
+
+
+def turn_off(tree: Path, binaries: list[str], left_out: list[tuple[str, str | None]],
+             keep: str | None) -> Off:
+    """Everything turned off for the libraries left out of a build."""
+    if not left_out:
+        return Off()
+    switches = switches_off(configure_options(tree) | rules_options(tree), left_out)
+    sources = {src for _, src in left_out if src}
+    return Off(site_text(switches), tuple(build_options(switches)),
+               tuple(packages_needing(binaries, sources, keep)), switches)

@@ -32,10 +32,10 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from ukl.app.debian import archive, control
+from ukl.app.debian.features import Off
 from ukl.common import paths
 from ukl.common.buildenv import build_env, jobs
 from ukl.common.errors import UklError
@@ -68,14 +68,6 @@ def _build_options() -> str:
     return f"nocheck nostrip noddebs nopgo nolto parallel={jobs()}"
 
 
-@dataclass(frozen=True)
-class Off:
-    """What ukl.app.debian.features turns off: config.site lines and
-    DEB_BUILD_OPTIONS words."""
-    site: str = ""
-    build_options: tuple[str, ...] = ()
-
-
 def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
                 off: Off = Off(), profiles: frozenset[str] = control.PROFILES) -> dict[str, str]:
     """The build's environment."""
@@ -83,6 +75,10 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
                     DEB_BUILD_OPTIONS=" ".join([_build_options(), *off.build_options]),
                     DEB_BUILD_PROFILES=",".join(sorted(profiles)),
                     DEBIAN_FRONTEND="noninteractive")
+    if off.packages:
+        # Every debhelper command skips them (dh_install would find their
+        # files missing).
+        env["DH_OPTIONS"] = off.dh_options
     # dpkg-buildpackage sets the flags from dpkg-buildflags; an outer
     # CFLAGS (from a user's shell) would replace Debian's.
     for var in ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"):
