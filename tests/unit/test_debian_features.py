@@ -7,8 +7,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from ukl.app.debian import features
 
 CONFIGURE_AC = """\
@@ -56,6 +54,21 @@ def test_switches_name_the_library_its_package_or_its_source() -> None:
         "libreadline-dev": ["--without-readline"]}
 
 
+def test_a_flavour_of_a_library_does_not_turn_off_what_is_kept() -> None:
+    """PHP without curl keeps OpenSSL: libcurl4-openssl-dev names curl,
+    not openssl, and a kept library's switches never go off."""
+    options = {"with_curl", "with_openssl", "with_kerberos", "enable_util"}
+    off = features.switches_off(options, [("libcurl4-openssl-dev", "curl"),
+                                          ("libkrb5-dev", "krb5"),
+                                          ("uuid-dev", "util-linux")],
+                                kept=[("libssl-dev", "openssl")])
+    assert {dep: [s.variable for s in sws] for dep, sws in off.items()} == {
+        "libcurl4-openssl-dev": ["with_curl"]}
+    off = features.switches_off({"with_openssl"}, [("libssl-dev", "openssl")],
+                                kept=[("libcurl4-openssl-dev", "curl")])
+    assert [s.variable for s in off["libssl-dev"]] == ["with_openssl"]
+
+
 def test_no_library_no_switch() -> None:
     assert features.switches_off({"enable_docs"}, []) == {}
     assert features.site_text({}) == ""
@@ -99,25 +112,3 @@ def test_debians_own_build_option_switches(tmp_path: Path) -> None:
         "libdbus-1-dev": ["DEB_BUILD_OPTIONS=nodbus"], "libidn2-dev": ["DEB_BUILD_OPTIONS=noidn"]}
     assert features.build_options(off) == ["nodbus", "noidn"]
     assert features.site_text(off) == ""
-
-
-def test_packages_that_need_a_left_out_library_are_not_built(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """lighttpd without Kerberos: its GSSAPI module's package is not built,
-    nor a package depending on it; the program's own package always is."""
-    from ukl.app.debian import archive
-    graph = {
-        "lighttpd": ("lighttpd", ("libkrb5-3", "libpcre2-8-0")),
-        "lighttpd-mod-authn-gssapi": ("lighttpd", ("lighttpd", "libkrb5-3")),
-        "lighttpd-modules-extra": ("lighttpd", ("lighttpd-mod-authn-gssapi",)),
-        "lighttpd-mod-deflate": ("lighttpd", ("lighttpd", "libpcre2-8-0")),
-        "libkrb5-3": ("krb5", ()), "libpcre2-8-0": ("pcre2", ()),
-    }
-    monkeypatch.setattr(archive, "show", lambda name: archive.BinaryPackage(
-        name, "1", graph[name][0], graph[name][1]) if name in graph else None)
-    binaries = ["lighttpd", "lighttpd-mod-authn-gssapi", "lighttpd-modules-extra",
-                "lighttpd-mod-deflate"]
-    assert features.packages_needing(binaries, {"krb5"}, keep="lighttpd") == [
-        "lighttpd-mod-authn-gssapi", "lighttpd-modules-extra"]
-    off = features.Off(packages=("a", "b"))
-    assert off.dh_options == "-Na -Nb"

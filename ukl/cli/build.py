@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
-    without = frozenset(w for w in args.without.split(",") if w)
+    without = frozenset(w.strip() for w in args.without.split(",") if w.strip())
     if without and not args.debian:
         raise UsageError("--without applies to --debian PACKAGE builds")
     if args.debian and args.sources:

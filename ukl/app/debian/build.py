@@ -208,7 +208,8 @@ class LeftOut:
 
 def _library_deps(ctl: control.Control, chain: tuple[str, ...],
                   linked: frozenset[str] | None,
-                  leave_out: frozenset[str] = frozenset()) -> tuple[list[Built], list[LeftOut]]:
+                  leave_out: frozenset[str] = frozenset()
+                  ) -> tuple[list[Built], list[LeftOut], list[tuple[str, str | None]]]:
     """Build the library build dependencies of a package for UKL; returns
     the builds and the libraries left out. `linked`: for a library built
     as another package's dependency, the sources of the libraries its own
@@ -216,18 +217,24 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
     build dependencies are for its other programs and plugins, and are left
     out (their configure switches go off), which keeps the recursion to
     what a program's link needs. `leave_out`: build dependencies or source
-    packages the user said to go without (`--without`), at every level."""
+    packages the user said to go without (`--without`), at every level.
+    Returns the builds, what was left out, and (build dependency, source)
+    of the libraries built."""
     built: list[Built] = []
     without: list[LeftOut] = []
+    kept: list[tuple[str, str | None]] = []
     seen: set[str] = set()
     for dep in libdeps.classify_all(ctl.build_depends):
         src = dep.source
-        if dep.kind != "library" or src is None or src == ctl.source or src in seen:
+        if dep.kind != "library" or src is None or src == ctl.source:
+            continue
+        names = {dep.name, src} | ({dep.package.name} if dep.package else set())
+        asked = leave_out & names
+        _LEFT_OUT_AS_ASKED.update(asked)
+        if src in seen:
             continue
         seen.add(src)
-        asked = leave_out & {dep.name, src}
         if asked:
-            _LEFT_OUT_AS_ASKED.update(asked)
             without.append(LeftOut(dep.name, src, "left out as asked (--without)"))
             continue
         if linked is not None and src not in linked:
@@ -253,7 +260,8 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
             without.append(LeftOut(dep.name, src, "its Debian build made no static library"))
             continue
         built.append(lib)
-    return built, without
+        kept.append((dep.name, src))
+    return built, without, kept
 
 
 def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
@@ -268,25 +276,23 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
         return _BUILT[key]
     # The binary package that ships the program (None for a library).
     shipped_in = None if library else archive.shipping(ctl.binaries,
-                                                       _program_name(ctl, rec, binary))
-    linked = _links(library, linked_as, shipped_in) if ukl else None
-    deps, left_out = (_library_deps(ctl, (*chain, ctl.source), linked, leave_out) if ukl
-                      else ([], []))
+                                                       _program_names(ctl, rec, binary))
+    linked = _links(ctl, library, linked_as, shipped_in) if ukl else None
+    deps, left_out, kept = (_library_deps(ctl, (*chain, ctl.source), linked, leave_out) if ukl
+                            else ([], [], []))
     # Debian's rules may force on what was left out: its configure switches
-    # go off, and the packages that need it are not built.
-    off = features.turn_off(source, ctl.binaries, [(d.name, d.source) for d in left_out],
-                            keep=shipped_in)
+    # go off, and what the build then does not make is not installed.
+    off = features.turn_off(source, [(d.name, d.source) for d in left_out], kept)
     without = [_left_out_line(d, off.switches.get(d.name, [])) for d in left_out]
-    if off.packages:
-        print(f"ukl: {ctl.source}: not building {', '.join(off.packages)} (they need "
-              "libraries left out)", file=sys.stderr)
     sysroots: list[Path] = []
     for d in deps:
         sysroots += [s for s in d.sysroots if s not in sysroots]
     what = f"{ctl.source} {ctl.version} ({_mode(ukl)})"
     rules.install_build_depends(source, f"building {ctl.source}", ctl.profiles)
     cc, cxx = _compilers(ukl, static=False)
-    work = paths.build_root() / "debian" / ctl.source / _mode(ukl)
+    # A library's build differs from its program's (what it links, its
+    # lean profiles): each has its own tree, so neither undoes the other.
+    work = paths.build_root() / "debian" / ctl.source / (_mode(ukl) + ("-lib" if library else ""))
     tree, prefix = work / "tree", work / "install"
     log = _log(rec, ukl)
     # How Debian's build is run (rules.py) is an input too.
@@ -344,20 +350,27 @@ def _left_out_line(dep: LeftOut, switches: list[features.Switch]) -> str:
     return f"{dep.name}{off}: {dep.why}"
 
 
-def _program_name(ctl: control.Control, rec: recipe.Recipe, binary: str | None) -> str:
-    return Path(binary or rec.program or ctl.source).name
+def _program_names(ctl: control.Control, rec: recipe.Recipe, binary: str | None) -> list[str]:
+    """The names the program may have, as _staged_programs looks for it."""
+    named = binary or rec.program
+    return [Path(named).name] if named else [ctl.source, *ctl.binaries]
 
 
-def _links(library: bool, linked_as: str | None,
+def _links(ctl: control.Control, library: bool, linked_as: str | None,
            shipped_in: str | None) -> frozenset[str] | None:
-    """The source packages whose libraries Debian's own binary links: of
-    the -dev package another build asked for (a library), or of the binary
-    package that ships the program. Library build dependencies outside
-    them serve the package's other programs and plugins (nginx's dynamic
-    modules and libgd, say) and are not built. None (build them all) when
-    neither is known."""
-    wanted = linked_as if library else shipped_in
-    return archive.link_sources(wanted) if wanted else None
+    """The source packages whose libraries Debian's own binaries link: for
+    a library, what its -dev packages link (the same whichever dependent
+    asked, so that its build is the same); for a program, what the binary
+    package that ships it links. Library build dependencies outside them
+    serve the package's other programs and plugins (lighttpd's modules,
+    cyrus-sasl2's SQL plugin) and are not built. None (build them all)
+    when neither is known."""
+    if library:
+        devs = [b for b in ctl.binaries if b.endswith("-dev")] or (
+            [linked_as] if linked_as else [])
+        linked = [archive.link_sources(d) for d in devs]
+        return frozenset().union(*linked) if linked else None
+    return archive.link_sources(shipped_in) if shipped_in else None
 
 
 def unmatched(leave_out: frozenset[str]) -> list[str]:

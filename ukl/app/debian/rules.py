@@ -32,9 +32,10 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-from ukl.app.debian import archive, control
+from ukl.app.debian import archive, control, missing_files
 from ukl.app.debian.features import Off
 from ukl.common import paths
 from ukl.common.buildenv import build_env, jobs
@@ -75,10 +76,6 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
                     DEB_BUILD_OPTIONS=" ".join([_build_options(), *off.build_options]),
                     DEB_BUILD_PROFILES=",".join(sorted(profiles)),
                     DEBIAN_FRONTEND="noninteractive")
-    if off.packages:
-        # Every debhelper command skips them (dh_install would find their
-        # files missing).
-        env["DH_OPTIONS"] = off.dh_options
     # dpkg-buildpackage sets the flags from dpkg-buildflags; an outer
     # CFLAGS (from a user's shell) would replace Debian's.
     for var in ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"):
@@ -99,17 +96,25 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
     site = work / "config.site"
     site.write_text(CONFIG_SITE + off.site)
     env["CONFIG_SITE"] = str(site)
-    shims = compiler_shims(work / "compilers", cc, cxx)
+    shims = compiler_shims(work / "compilers", cc, cxx, off.missing_ok)
     env.update(PATH=f"{shims}:{env.get('PATH', os.defpath)}", **{COMPILER_SHIMS_ENV: str(shims)})
     return env
 
 
-def compiler_shims(d: Path, cc: str, cxx: str) -> Path:
+def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False) -> Path:
     """A directory of the compiler names Debian's rules call directly
     (zlib's and zstd's use x86_64-linux-gnu-gcc, not $CC), each running
     ukl-cc or ukl-c++; it goes first in PATH. ukl-cc takes it out of PATH
-    for the compilers it runs itself."""
+    for the compilers it runs itself. `missing_ok`: dh_install there too,
+    which does not install what the build did not make
+    (ukl.app.debian.missing_files)."""
     d.mkdir(parents=True, exist_ok=True)
+    dh_install = d / "dh_install"
+    if missing_ok:
+        dh_install.write_text(f'#!/bin/sh\nexec {sys.executable} {missing_files.__file__} "$@"\n')
+        dh_install.chmod(0o755)
+    else:
+        dh_install.unlink(missing_ok=True)
     for names, target in ((_CC_NAMES, cc), (_CXX_NAMES, cxx)):
         for name in names:
             shim = d / name
@@ -251,10 +256,9 @@ _NOT_DATA = {"usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/lint
 
 def data_trees(tree: Path, binaries: list[str]) -> list[tuple[Path, str]]:
     """The files Debian's build staged for `binaries` that a program reads
-    at run time (Python's standard library, PHP's php.ini, nginx's
-    mime.types), as (host directory, guest directory) trees: etc/, and the
-    directories of usr/lib and usr/share but documentation and shared
-    libraries (_NOT_DATA)."""
+    at run time (Python's standard library), as (host directory, guest
+    directory) trees: etc/, var/, and the directories of usr/lib and
+    usr/share but documentation and shared libraries (_NOT_DATA)."""
     trees = []
     for b in binaries:
         staged = tree / "debian" / b
