@@ -52,23 +52,35 @@ def build_image(name: str, flavour: Flavour, sources: list[Path], spec: Initramf
 
 
 def build_debian_image(name: str, flavour: Flavour, package: str, spec: InitramfsSpec,
-                       binary: str | None = None) -> image.Image:
+                       binary: str | None = None,
+                       without: frozenset[str] = frozenset()) -> image.Image:
     """Build Debian source package `package` (ukl.app.debian) into image
     `name`: its program linked into the kernel on a UKL flavour, an ordinary
     process otherwise; the recipe's tools, built as ordinary static
     programs, go to /usr/bin beside it, and its default arguments into the
     image. The files its prepare script makes on the host join them
-    (ukl.app.debian.prepare), and the program runs as the recipe's user."""
+    (ukl.app.debian.prepare), and the program runs as the recipe's user.
+    `without`: library build dependencies a UKL build goes without."""
     rec = recipe.load(package)
+    if without and not flavour.is_ukl:
+        raise UsageError("--without applies to UKL builds: an ordinary process links the "
+                         "host's libraries")
+    if without and rec.system not in ("auto", "debian"):
+        raise UsageError(f"--without applies to Debian's own build; recipes/{package}.ini "
+                         f"builds it with `system = {rec.system}`")
     if rec.library:
         raise UklError(f"{package} is a library (recipes/{package}.ini); build the "
                        "application that uses it")
-    built = debbuild.build(package, ukl=flavour.is_ukl, binary=binary)
+    built = debbuild.build(package, ukl=flavour.is_ukl, binary=binary, leave_out=without)
     for left_out in built.without:
         print(f"ukl: {package} built without {left_out}", file=sys.stderr)
+    for name in debbuild.unmatched(without):
+        print(f"ukl: warning: --without {name}: no library build dependency of {package} "
+              "or of the libraries built for it has that name", file=sys.stderr)
     # An ordinary process from Debian's build is linked dynamically, as
     # Debian's own binary is: its libraries go into the image.
     spec.files += list(built.runtime)
+    spec.package_trees += list(built.data)
     tools = (debbuild.build(package, ukl=False).tools if flavour.is_ukl and rec.tools
              else built.tools)
     spec.files += [(t, f"/usr/bin/{t.name}") for t in tools] + rec.files

@@ -34,7 +34,7 @@ def test_small_catalog_builds_boots_and_passes(request, tmp_path: Path) -> None:
         assert [c.strip() for c in row.split("|")][4:7] == ["pass", "pass", "pass"], row
     jq = next(line for line in table.splitlines() if line.startswith("| jq |"))
     assert "libonig" not in jq, "jq was built without oniguruma: " + jq
-    onig = REPO / "build/debian/libonig/ukl/install/usr/lib/x86_64-linux-gnu/libonig.a"
+    onig = REPO / "build/debian/libonig/ukl-lib/install/usr/lib/x86_64-linux-gnu/libonig.a"
     assert onig.is_file()
 
 

@@ -161,3 +161,18 @@ def test_setup_imports_nothing_that_setup_installs() -> None:
     res = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
                          text=True, check=True)
     assert not {m.name for m in pymodules.MODULES} & set(res.stdout.split())
+
+
+def test_help_works_and_commands_say_what_to_do_before_setup() -> None:
+    """Without python3-debian (a new machine before `ukl setup`), `ukl
+    --help` still lists every command, and one that needs the module says
+    to run setup, in one line."""
+    probe = ("import sys; sys.modules['debian'] = None; from ukl import cli; "
+             "text = cli.build_parser().format_help(); "
+             "assert '  build ' in text and 'ukl setup' in text, text; "
+             "sys.exit(cli.main(['build', 'x.c']))")
+    res = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True)
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"ukl: error: Python module 'debian' is missing for {sys.executable}: "
+        "run `bin/ukl setup` (as root) first"]

@@ -76,6 +76,7 @@ def _fake_archive(monkeypatch: pytest.MonkeyPatch, files: dict[str, list[str]]) 
     def show(name: str) -> archive.BinaryPackage | None:
         return archive.BinaryPackage(name, "1", f"src-{name}") if name in files else None
     monkeypatch.setattr(archive, "show", show)
+    monkeypatch.setattr(archive, "prefetch", lambda names: None)
     monkeypatch.setattr(archive, "contents", lambda pkg: files[pkg.name])
 
 
@@ -233,12 +234,22 @@ def test_a_library_links_what_its_shared_libraries_depend_on(
         source, section, depends = graph[name]
         return archive.BinaryPackage(name, "1", source, depends, section)
     monkeypatch.setattr(archive, "show", show)
+    monkeypatch.setattr(archive, "prefetch", lambda names: None)
     assert archive.link_sources("libsasl2-dev") == {"cyrus-sasl2", "db5.3", "zlib"}
+    # A package of the start's own source is followed whatever its section
+    # (python3.11-minimal's standard library, section python, links OpenSSL).
+    graph.update({
+        "python3.11-minimal": ("python3.11", "python", ("libpython3.11-minimal", "zlib1g")),
+        "libpython3.11-minimal": ("python3.11", "python", ("libssl3",)),
+        "libssl3": ("openssl", "libs", ()),
+    })
+    assert archive.link_sources("python3.11-minimal") == {"python3.11", "zlib", "openssl"}
 
 
 def test_a_library_dependency_builds_only_what_its_library_links(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from ukl.app.debian import build as debbuild
+    monkeypatch.setattr(debbuild, "_LEFT_OUT_AS_ASKED", set())
     pkgs = {n: archive.BinaryPackage(n, "1", s) for n, s in
             (("libdb-dev", "db5.3"), ("libpq-dev", "postgresql-15"),
              ("libsystemd-dev", "systemd"))}
@@ -247,17 +258,79 @@ def test_a_library_dependency_builds_only_what_its_library_links(
     asked: list[tuple[str, str | None]] = []
 
     def build(src: str, ukl: bool, _chain: tuple[str, ...], library: bool,
-              linked_as: str | None) -> debbuild.Built:
+              linked_as: str | None, leave_out: frozenset[str]) -> debbuild.Built:
         asked.append((src, linked_as))
         (tmp_path / src / "usr/lib").mkdir(parents=True)
         (tmp_path / src / "usr/lib/libdb.a").write_text("")
         return debbuild.Built(src, tmp_path, tmp_path / src, None, [])
     monkeypatch.setattr(debbuild, "build", build)
     ctl = control.Control("cyrus-sasl2", "1", [], ["libsasl2-2"], ["libsasl2-2"])
-    built, left = debbuild._library_deps(ctl, ("memcached",), frozenset({"db5.3", "systemd"}))
+    built, left, kept = debbuild._library_deps(ctl, ("memcached",),
+                                               frozenset({"db5.3", "systemd"}))
+    assert kept == [("libdb-dev", "db5.3")]
     assert asked == [("db5.3", "libdb-dev")]
     assert [b.package for b in built] == ["db5.3"]
     assert [(d.name, d.why.split(":")[0].split(" (")[0]) for d in left] == [
-        ("libpq-dev", "cyrus-sasl2's library does not link it"),
+        ("libpq-dev", "Debian's cyrus-sasl2 does not link it"),
         ("libsystemd-dev", "libsystemd is built only with the whole of systemd, as a shared "
          "library")]
+    asked.clear()
+    built, left, kept = debbuild._library_deps(ctl, ("memcached",), None, frozenset({"db5.3"}))
+    assert [d.why for d in left if d.name == "libdb-dev"] == ["left out as asked (--without)"]
+    assert ("db5.3", "libdb-dev") not in asked
+    assert debbuild.unmatched(frozenset({"db5.3", "libnothing-dev"})) == ["libnothing-dev"]
+
+
+def test_the_program_is_looked_for_in_the_package_named_like_it_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_archive(monkeypatch, {
+        "nginx-common": ["etc/nginx/nginx.conf"],
+        "libnginx-mod-http-image-filter": ["usr/lib/nginx/modules/ngx_http_image_filter.so"],
+        "nginx": ["usr/sbin/nginx", "usr/share/doc/nginx/copyright"],
+        "perl-base": ["usr/bin/perl", "usr/bin/cpan"],
+    })
+    assert archive.shipping(["nginx-common", "libnginx-mod-http-image-filter", "nginx"],
+                            ["nginx"]) == "nginx"
+    assert archive.shipping(["perl", "perl-base"], ["perl"]) == "perl-base"
+    assert archive.shipping(["nginx-common"], ["nginx"]) is None
+    # The source's name first, then its packages' (libzstd ships zstd).
+    assert archive.shipping(["nginx-common", "nginx"], ["nginx-source", "nginx"]) == "nginx"
+
+
+def test_the_images_data_is_what_the_program_reads_not_docs_or_libraries(
+        tmp_path: Path) -> None:
+    staged = tmp_path / "debian" / "libpython3.11-minimal"
+    for d in ("usr/lib/python3.11/encodings", "usr/lib/x86_64-linux-gnu",
+              "usr/share/doc/libpython3.11-minimal", "usr/share/binfmts", "etc/python3.11"):
+        (staged / d).mkdir(parents=True)
+    (staged / "usr/lib/python3.11/os.py").write_text("")
+    (tmp_path / "debian" / "python3.11-minimal" / "usr/bin").mkdir(parents=True)
+    trees = rules.data_trees(tmp_path, ["python3.11-minimal", "libpython3.11-minimal",
+                                        "not-built"])
+    assert [guest for _, guest in trees] == ["/etc", "/usr/lib/python3.11", "/usr/share/binfmts"]
+    assert trees[1][0] == staged / "usr/lib/python3.11"
+
+
+def test_a_program_package_brings_the_packages_of_its_source_it_depends_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = {"python3.11-minimal": ("libpython3.11-minimal", "libexpat1", "zlib1g"),
+             "libpython3.11-minimal": ("libc6",)}
+    monkeypatch.setattr(archive, "show", lambda name: archive.BinaryPackage(
+        name, "1", "python3.11", graph.get(name, ())))
+    monkeypatch.setattr(archive, "prefetch", lambda names: None)
+    assert archive.same_source_depends(
+        "python3.11-minimal", ["python3.11", "python3.11-minimal", "libpython3.11-minimal"]) == [
+            "python3.11-minimal", "libpython3.11-minimal"]
+
+
+def test_a_defaults_package_stands_for_the_library_it_depends_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """libdb-dev (source db-defaults) is built as db5.3, its real source."""
+    graph = {"libdb-dev": archive.BinaryPackage("libdb-dev", "1", "db-defaults",
+                                                ("libdb5.3-dev",)),
+             "libdb5.3-dev": archive.BinaryPackage("libdb5.3-dev", "1", "db5.3", ("libdb5.3",))}
+    monkeypatch.setattr(archive, "show", graph.get)
+    monkeypatch.setattr(archive, "contents", lambda pkg: {
+        "libdb5.3-dev": ["usr/include/db.h", "usr/lib/x86_64-linux-gnu/libdb-5.3.a"]}[pkg.name])
+    dep = libdeps.classify(["libdb-dev"])
+    assert (dep.name, dep.kind, dep.source) == ("libdb-dev", "library", "db5.3")

@@ -54,6 +54,21 @@ def test_switches_name_the_library_its_package_or_its_source() -> None:
         "libreadline-dev": ["--without-readline"]}
 
 
+def test_a_flavour_of_a_library_does_not_turn_off_what_is_kept() -> None:
+    """PHP without curl keeps OpenSSL: libcurl4-openssl-dev names curl,
+    not openssl, and a kept library's switches never go off."""
+    options = {"with_curl", "with_openssl", "with_kerberos", "enable_util"}
+    off = features.switches_off(options, [("libcurl4-openssl-dev", "curl"),
+                                          ("libkrb5-dev", "krb5"),
+                                          ("uuid-dev", "util-linux")],
+                                kept=[("libssl-dev", "openssl")])
+    assert {dep: [s.variable for s in sws] for dep, sws in off.items()} == {
+        "libcurl4-openssl-dev": ["with_curl"]}
+    off = features.switches_off({"with_openssl"}, [("libssl-dev", "openssl")],
+                                kept=[("libcurl4-openssl-dev", "curl")])
+    assert [s.variable for s in off["libssl-dev"]] == ["with_openssl"]
+
+
 def test_no_library_no_switch() -> None:
     assert features.switches_off({"enable_docs"}, []) == {}
     assert features.site_text({}) == ""

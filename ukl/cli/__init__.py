@@ -53,7 +53,7 @@ def load(command: str) -> ModuleType:
     except ModuleNotFoundError as e:
         if e.name is None or e.name.split(".")[0] not in {m.name for m in pymodules.MODULES}:
             raise
-        raise UklError(f"Python module '{e.name}' is missing for {sys.executable}: "
+        raise UklError(f"Python module '{e.name.split('.')[0]}' is missing for {sys.executable}: "
                        "run `bin/ukl setup` (as root) first") from e
 
 
@@ -64,11 +64,21 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
+def _summary(command: str) -> str:
+    """A command's one-line summary; on a machine `ukl setup` has not
+    prepared yet, what to do first."""
+    try:
+        summary: str = load(command).SUMMARY
+        return summary
+    except UklError:
+        return "(run `bin/ukl setup` first: a Python module it installs is missing)"
+
+
 def _grouped_help() -> str:
     lines = []
     for title, group in COMMANDS:
         lines.append(f"{title}:")
-        lines += [f"  {name:12} {load(name).SUMMARY}" for name, _ in group]
+        lines += [f"  {name:12} {_summary(name)}" for name, _ in group]
         lines.append("")
     lines.append("`ukl COMMAND --help` for a command's options. Exit status: the "
                  "command's (`ukl run`: the program's), 2 for a usage error, 1 for a failure.")
@@ -84,7 +94,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=_Parser)
     for name in [only] if only else COMMAND_MODULES:
-        module = load(name)
+        try:
+            module = load(name)
+        except UklError:
+            if only:
+                raise
+            # Listed still (`ukl --help` works before `ukl setup`); running
+            # it says what is missing (main() loads it).
+            sub.add_parser(name, description=_summary(name))
+            continue
         # No help= here: `ukl --help` lists the commands in groups (the
         # epilog) instead of argparse's flat list.
         p = sub.add_parser(name, description=module.__doc__,

@@ -22,6 +22,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="instead of sources: fetch Debian source package PACKAGE "
                    "(apt-get source) and build it with its own build system "
                    "(recipe, if any: recipes/PACKAGE.ini)")
+    p.add_argument("--without", metavar="NAME[,NAME...]", default="",
+                   help="with --debian: library build dependencies (libssl-dev) or their "
+                   "source packages (openssl) to go without, in the package and in every "
+                   "library built for it; its configure switches for them go off")
     p.add_argument("-o", "--output", metavar="NAME",
                    help="image name (default: the --debian package)")
     p.add_argument("--binary", metavar="PATH",
@@ -32,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
+    without = frozenset(w.strip() for w in args.without.split(",") if w.strip())
+    if without and not args.debian:
+        raise UsageError("--without applies to --debian PACKAGE builds")
     if args.debian and args.sources:
         raise UsageError("give either source files or --debian PACKAGE, not both")
     if not args.debian and not args.sources:
@@ -43,7 +50,8 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     kernel = flavour.get(args.kernel)
     spec = image_spec(args, None)
     if args.debian:
-        img = pipeline.build_debian_image(name, kernel, args.debian, spec, binary=args.binary)
+        img = pipeline.build_debian_image(name, kernel, args.debian, spec, binary=args.binary,
+                                          without=without)
     else:
         img = pipeline.build_image(name, kernel, list(args.sources), spec, binary=args.binary)
     kind = "UKL image" if img.meta.mode == "ukl" else "image"

@@ -60,6 +60,10 @@ class InitramfsSpec:
     # (host directory, absolute guest directory): whole trees, owned by
     # `user` (root without one), with their permission bits.
     trees: list[tuple[Path, str]] = field(default_factory=list)
+    # (host directory, absolute guest directory): a package's own files
+    # (Python's standard library), owned by root and written first, so
+    # that the image's own files and trees win over them.
+    package_trees: list[tuple[Path, str]] = field(default_factory=list)
     # An absolute guest path init starts the program by: a relative
     # symbolic link to it. For programs that find their other files from
     # their own path (PostgreSQL cannot resolve an executable in /).
@@ -119,7 +123,7 @@ def _check_inputs(spec: InitramfsSpec) -> None:
     for host, _ in spec.files:
         if not host.is_file():
             raise UsageError(f"file {host} does not exist")
-    for host, _ in spec.trees:
+    for host, _ in [*spec.package_trees, *spec.trees]:
         if not host.is_dir():
             raise UklError(f"directory {host} does not exist")
     if spec.program_link and (not spec.program_link.startswith("/")
@@ -189,6 +193,8 @@ def write(spec: InitramfsSpec, out: Path) -> Path:
             cpio.add_dir(d)
         # The kernel opens /dev/console for init before devtmpfs is mounted.
         cpio.add_chardev("dev/console", 5, 1)
+        for host, guest in spec.package_trees:
+            _add_tree(cpio, dirs, host, guest, (0, 0))
         cpio.add_file("bin/busybox", BUSYBOX.read_bytes(), 0o755)
         cpio.add_symlink("bin/sh", "busybox")
         cpio.add_file("init", INIT_SCRIPT.read_bytes(), 0o755)

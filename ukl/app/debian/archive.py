@@ -9,7 +9,6 @@ their file lists beside them, so a package is looked at once.
 from __future__ import annotations
 
 import os
-import functools
 import re
 import subprocess
 from dataclasses import dataclass
@@ -45,25 +44,43 @@ def _apt_cache(*args: str) -> str:
     return res.stdout if res.returncode == 0 else ""
 
 
-@functools.lru_cache(maxsize=None)
-def show(name: str) -> BinaryPackage | None:
-    """The candidate version of binary package `name`, or of the first
-    package that provides it if it is virtual; None if apt knows neither."""
-    text = _apt_cache("show", "--no-all-versions", name)
-    if not text.strip():
-        providers = reverse_provides(name)
-        if not providers:
-            return None
-        text = _apt_cache("show", "--no-all-versions", providers[0])
-        if not text.strip():
-            return None
-    para = Deb822(text.split("\n\n")[0])
+# Binary package name -> what apt knows of it (None: nothing), for this
+# process: a build looks at the same packages many times.
+_SHOWN: dict[str, BinaryPackage | None] = {}
+
+
+def _parse(para: Deb822) -> BinaryPackage:
     source = para.get("Source", para["Package"]).split()[0]
     relations = ", ".join(para[f] for f in ("Pre-Depends", "Depends") if para.get(f))
     depends = tuple(alt.split("|")[0].split()[0].split(":")[0]
                     for alt in relations.split(",") if alt.strip())
     return BinaryPackage(para["Package"], para["Version"], source, depends,
                          para.get("Section", "").split("/")[-1])
+
+
+def prefetch(names: list[str]) -> None:
+    """Ask apt once about all of `names` that were not asked about yet."""
+    todo = sorted({n for n in names if n not in _SHOWN})
+    if not todo:
+        return
+    text = _apt_cache("show", "--no-all-versions", *todo)
+    for chunk in text.split("\n\n"):
+        if chunk.strip():
+            para = Deb822(chunk)
+            if "Package" in para and para["Package"] in todo:
+                _SHOWN.setdefault(para["Package"], _parse(para))
+
+
+def show(name: str) -> BinaryPackage | None:
+    """The candidate version of binary package `name`, or of the first
+    package that provides it if it is virtual; None if apt knows neither."""
+    if name not in _SHOWN:
+        prefetch([name])
+    if name not in _SHOWN:
+        providers = reverse_provides(name)
+        text = _apt_cache("show", "--no-all-versions", providers[0]) if providers else ""
+        _SHOWN[name] = _parse(Deb822(text.split("\n\n")[0])) if text.strip() else None
+    return _SHOWN[name]
 
 
 # The C library and the compiler's runtime: the UKL toolchain's own.
@@ -74,24 +91,31 @@ _RUNTIME = re.compile(r"^(libc6|libc-dev|libgcc-s1|libstdc\+\+6|libc6-dev|libgcc
 
 def link_sources(name: str) -> frozenset[str]:
     """The source packages of the libraries a program linking the library
-    of binary package `name` (a -dev package) links too: its shared
-    library packages and theirs, through Depends, without the toolchain's
-    own (libraries: Debian's sections libs and libdevel). A library's other
-    build dependencies serve its other programs and plugins (cyrus-sasl2's
-    SQL and LDAP plugins, pam's modules)."""
+    of binary package `name` (a -dev package, or the one that ships a
+    program) links too: the shared library packages it depends on, and
+    theirs, through Depends, without the toolchain's own. Followed are
+    Debian's library sections (libs, libdevel) and any package of `name`'s
+    own source (python3.11-minimal's libpython3.11-minimal is in section
+    python). A library's other build dependencies serve its other programs
+    and plugins (cyrus-sasl2's SQL and LDAP plugins, pam's modules)."""
+    start = show(name)
+    if start is None:
+        return frozenset()
     seen: set[str] = set()
     sources: set[str] = set()
     todo = [name]
     while todo:
+        prefetch(todo)
         current = todo.pop()
         if current in seen or _RUNTIME.match(current):
             continue
         seen.add(current)
         pkg = show(current)
-        if pkg is None or (current != name and pkg.section not in _LIBRARY_SECTIONS):
+        if pkg is None or (pkg.section not in _LIBRARY_SECTIONS
+                           and pkg.source != start.source):
             continue
         sources.add(pkg.source)
-        todo += pkg.depends
+        todo += [d for d in pkg.depends if d not in seen]
     return frozenset(sources)
 
 
@@ -148,3 +172,46 @@ def install(names: list[str], why: str) -> None:
     run_logged(["apt-get", "install", "-y", "--no-install-recommends", *missing],
                label=f"apt-get install ({len(missing)} packages for {why})", env=env,
                log_path=paths.logs_dir() / "apt-install.log", append=True)
+
+
+_PROGRAM_DIRS = ("usr/bin", "usr/sbin", "bin", "sbin", "usr/games")
+
+
+def shipping(binaries: list[str], programs: list[str]) -> str | None:
+    """Which of a source's binary packages ships the first of `programs`
+    that one does (a name in usr/bin, usr/sbin, ...), by the archive's
+    .deb contents; a package named like the program is looked at first.
+    None if none does, or the archive cannot say (offline, a mirror
+    without that version)."""
+    prefetch(binaries)
+    for program in programs:
+        wanted = {f"{d}/{program}" for d in _PROGRAM_DIRS}
+        for name in sorted(binaries, key=lambda b: b != program):
+            pkg = show(name)
+            if pkg is None or pkg.name != name:
+                continue
+            try:
+                files = contents(pkg)
+            except UklError:
+                return None
+            if wanted & set(files):
+                return name
+    return None
+
+
+def same_source_depends(name: str, binaries: list[str]) -> list[str]:
+    """Binary package `name` and the packages among `binaries` (its
+    source's) it depends on, recursively: python3.11-minimal and
+    libpython3.11-minimal, whose files are the standard library the
+    interpreter needs."""
+    found: list[str] = []
+    todo = [name]
+    while todo:
+        current = todo.pop(0)
+        if current in found:
+            continue
+        found.append(current)
+        pkg = show(current)
+        if pkg is not None:
+            todo += [d for d in pkg.depends if d in binaries]
+    return found

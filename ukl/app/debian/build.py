@@ -63,6 +63,9 @@ class Built:
     without: tuple[str, ...] = ()
     # An ordinary process's shared libraries: (host path, guest path).
     runtime: tuple[tuple[Path, str], ...] = ()
+    # Files the program reads at run time, from its binary package and the
+    # ones of its source that package depends on: (host dir, guest dir).
+    data: tuple[tuple[Path, str], ...] = ()
     version: str = ""
 
 
@@ -188,9 +191,11 @@ def _system(rec: recipe.Recipe, source: Path) -> str:
                               ("configure", "configure.ac", "configure.in")) else "make"
 
 
-# (source package, ukl, library) -> its build, for this process: a library
-# several packages need is looked at once.
-_BUILT: dict[tuple[str, bool, bool], Built] = {}
+# (source package, ukl, library, left out) -> its build, for this process:
+# a library several packages need is looked at once.
+_BUILT: dict[tuple[str, bool, bool, frozenset[str]], Built] = {}
+# The --without names some build dependency matched, for this process.
+_LEFT_OUT_AS_ASKED: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -202,24 +207,38 @@ class LeftOut:
 
 
 def _library_deps(ctl: control.Control, chain: tuple[str, ...],
-                  linked: frozenset[str] | None) -> tuple[list[Built], list[LeftOut]]:
+                  linked: frozenset[str] | None,
+                  leave_out: frozenset[str] = frozenset()
+                  ) -> tuple[list[Built], list[LeftOut], list[tuple[str, str | None]]]:
     """Build the library build dependencies of a package for UKL; returns
     the builds and the libraries left out. `linked`: for a library built
     as another package's dependency, the sources of the libraries its own
     library links (ukl.app.debian.archive.link_sources); its other library
     build dependencies are for its other programs and plugins, and are left
     out (their configure switches go off), which keeps the recursion to
-    what a program's link needs."""
+    what a program's link needs. `leave_out`: build dependencies or source
+    packages the user said to go without (`--without`), at every level.
+    Returns the builds, what was left out, and (build dependency, source)
+    of the libraries built."""
     built: list[Built] = []
     without: list[LeftOut] = []
+    kept: list[tuple[str, str | None]] = []
     seen: set[str] = set()
     for dep in libdeps.classify_all(ctl.build_depends):
         src = dep.source
-        if dep.kind != "library" or src is None or src == ctl.source or src in seen:
+        if dep.kind != "library" or src is None or src == ctl.source:
+            continue
+        names = {dep.name, src} | ({dep.package.name} if dep.package else set())
+        asked = leave_out & names
+        _LEFT_OUT_AS_ASKED.update(asked)
+        if src in seen:
             continue
         seen.add(src)
+        if asked:
+            without.append(LeftOut(dep.name, src, "left out as asked (--without)"))
+            continue
         if linked is not None and src not in linked:
-            without.append(LeftOut(dep.name, src, f"{ctl.source}'s library does not link it "
+            without.append(LeftOut(dep.name, src, f"Debian's {ctl.source} does not link it "
                                    "(its other programs or plugins do)"))
             continue
         reason = libdeps.NOT_FOR_UKL.get(src)
@@ -232,7 +251,8 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
             continue
         try:
             lib = build(src, ukl=True, _chain=chain, library=True,
-                        linked_as=dep.package.name if dep.package else None)
+                        linked_as=dep.package.name if dep.package else None,
+                        leave_out=leave_out)
         except UklError as e:
             without.append(LeftOut(dep.name, src, e.message))
             continue
@@ -240,40 +260,44 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
             without.append(LeftOut(dep.name, src, "its Debian build made no static library"))
             continue
         built.append(lib)
-    return built, without
+        kept.append((dep.name, src))
+    return built, without, kept
 
 
 def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
-                  chain: tuple[str, ...], library: bool, linked_as: str | None) -> Built:
+                  chain: tuple[str, ...], library: bool, linked_as: str | None,
+                  leave_out: frozenset[str]) -> Built:
     ctl = control.read(source, library=library)
     why = libdeps.unsuitable(ctl)
     if why:
         raise UklError(f"{ctl.source} cannot be built as a UKL program: {why}")
-    key = (ctl.source, ukl, library)
+    key = (ctl.source, ukl, library, leave_out)
     if key in _BUILT and not binary:
         return _BUILT[key]
-    linked = archive.link_sources(linked_as) if library and linked_as else None
-    deps, left_out = _library_deps(ctl, (*chain, ctl.source), linked) if ukl else ([], [])
-    # Debian's rules may force on what was left out: its configure
-    # switches go off (ukl.app.debian.features).
-    switches = features.switches_off(
-        features.configure_options(source) | features.rules_options(source),
-        [(d.name, d.source) for d in left_out])
-    site, options_off = features.site_text(switches), features.build_options(switches)
-    without = [_left_out_line(d, switches.get(d.name, [])) for d in left_out]
+    # The binary package that ships the program (None for a library).
+    shipped_in = None if library else archive.shipping(ctl.binaries,
+                                                       _program_names(ctl, rec, binary))
+    linked = _links(ctl, library, linked_as, shipped_in) if ukl else None
+    deps, left_out, kept = (_library_deps(ctl, (*chain, ctl.source), linked, leave_out) if ukl
+                            else ([], [], []))
+    # Debian's rules may force on what was left out: its configure switches
+    # go off, and what the build then does not make is not installed.
+    off = features.turn_off(source, [(d.name, d.source) for d in left_out], kept)
+    without = [_left_out_line(d, off.switches.get(d.name, [])) for d in left_out]
     sysroots: list[Path] = []
     for d in deps:
         sysroots += [s for s in d.sysroots if s not in sysroots]
     what = f"{ctl.source} {ctl.version} ({_mode(ukl)})"
     rules.install_build_depends(source, f"building {ctl.source}", ctl.profiles)
     cc, cxx = _compilers(ukl, static=False)
-    work = paths.build_root() / "debian" / ctl.source / _mode(ukl)
+    # A library's build differs from its program's (what it links, its
+    # lean profiles): each has its own tree, so neither undoes the other.
+    work = paths.build_root() / "debian" / ctl.source / (_mode(ukl) + ("-lib" if library else ""))
     tree, prefix = work / "tree", work / "install"
     log = _log(rec, ukl)
     # How Debian's build is run (rules.py) is an input too.
     state = stamp.digest(_state(rec, cc, deps), ctl.version, repr(sysroots),
-                         str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE, site,
-                         repr(options_off),
+                         str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE, repr(off),
                          rules.environment_summary(ukl, ctl.profiles))
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
@@ -291,8 +315,8 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
                 _apply_patches(rec, tree, ukl)
                 stamp.record(work / STARTED_STAMP, state)
             try:
-                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume,
-                            rules.Off(site, tuple(options_off)), ctl.profiles)
+                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume, off,
+                            ctl.profiles)
             except UklError as e:
                 if without:
                     # What was left out is often why (a configure option
@@ -308,9 +332,13 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
             stamp.record(work / BUILT_STAMP, state)
     program, tools = _staged_programs(rec, ctl, tree, binary, library)
     runtime = tuple(rules.runtime_files(program)) if program and not ukl else ()
+    data: tuple[tuple[Path, str], ...] = ()
+    if program is not None and shipped_in:
+        data = tuple(rules.data_trees(tree,
+                                      archive.same_source_depends(shipped_in, ctl.binaries)))
     done = Built(ctl.source, tree, prefix, program, tools,
                  sysroots=((prefix,) if library else ()) + tuple(sysroots),
-                 without=tuple(without), runtime=runtime, version=ctl.version)
+                 without=tuple(without), runtime=runtime, version=ctl.version, data=data)
     if not binary:
         _BUILT[key] = done
     return done
@@ -320,6 +348,34 @@ def _left_out_line(dep: LeftOut, switches: list[features.Switch]) -> str:
     """"NAME: why", with the switches turned off for it."""
     off = f" (turned off: {' '.join(s.option for s in switches)})" if switches else ""
     return f"{dep.name}{off}: {dep.why}"
+
+
+def _program_names(ctl: control.Control, rec: recipe.Recipe, binary: str | None) -> list[str]:
+    """The names the program may have, as _staged_programs looks for it."""
+    named = binary or rec.program
+    return [Path(named).name] if named else [ctl.source, *ctl.binaries]
+
+
+def _links(ctl: control.Control, library: bool, linked_as: str | None,
+           shipped_in: str | None) -> frozenset[str] | None:
+    """The source packages whose libraries Debian's own binaries link: for
+    a library, what its -dev packages link (the same whichever dependent
+    asked, so that its build is the same); for a program, what the binary
+    package that ships it links. Library build dependencies outside them
+    serve the package's other programs and plugins (lighttpd's modules,
+    cyrus-sasl2's SQL plugin) and are not built. None (build them all)
+    when neither is known."""
+    if library:
+        devs = [b for b in ctl.binaries if b.endswith("-dev")] or (
+            [linked_as] if linked_as else [])
+        linked = [archive.link_sources(d) for d in devs]
+        return frozenset().union(*linked) if linked else None
+    return archive.link_sources(shipped_in) if shipped_in else None
+
+
+def unmatched(leave_out: frozenset[str]) -> list[str]:
+    """The --without names no build dependency matched in this process."""
+    return sorted(leave_out - _LEFT_OUT_AS_ASKED)
 
 
 def _staged_programs(rec: recipe.Recipe, ctl: control.Control, tree: Path,
@@ -372,18 +428,20 @@ def _find_program(tree: Path, wanted: str | None, package: str) -> Path:
 
 def build(package: str, ukl: bool, binary: str | None = None,
           _chain: tuple[str, ...] = (), library: bool = False,
-          linked_as: str | None = None) -> Built:
+          linked_as: str | None = None, leave_out: frozenset[str] = frozenset()) -> Built:
     """Build `package` (and its dependencies) in the given mode; returns
     the program to run (None for a library) and its tools. `library`: a
     Debian build wanted for its static libraries and headers; `linked_as`:
-    the binary package (libfoo-dev) another package's build depends on."""
+    the binary package (libfoo-dev) another package's build depends on;
+    `leave_out`: library build dependencies (or their source packages) to
+    go without, in the package and in every library built for it."""
     if package in _chain:
         raise UklError("dependency loop: " + " -> ".join((*_chain, package)))
     rec = recipe.load(package)
     source = debsrc.fetch(package)
     if _system(rec, source) == "debian":
         return _debian_build(rec, source, ukl, binary, _chain, library or rec.library,
-                             linked_as)
+                             linked_as, leave_out)
     deps = [build(d, ukl, _chain=(*_chain, package)) for d in rec.depends]
     cc, cxx = _compilers(ukl)
     work = paths.build_root() / "debian" / package / _mode(ukl)

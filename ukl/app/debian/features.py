@@ -15,6 +15,11 @@ Some packages' rules take Debian's own switches instead, words in
 DEB_BUILD_OPTIONS (dnsmasq's rules add -DHAVE_DBUS unless `nodbus`): those
 the rules test for are turned on the same way.
 
+The files a turned-off feature would have made (perl's DB_File module,
+lighttpd's Kerberos module) are missing, which stops dh_install: such a
+build's dh_install drops the debian/*.install entries that match nothing
+(ukl.app.debian.missing_files).
+
 Which switch belongs to which library is read from the names: the
 package's own options (AC_ARG_ENABLE and AC_ARG_WITH in configure.ac and
 its m4 files, or the generated configure's list; `no` words its rules
@@ -27,8 +32,10 @@ report says what was left out either way.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
+
 
 # Feature names that mean a library whose name does not say so.
 _ALIASES = {
@@ -113,30 +120,51 @@ def rules_options(tree: Path) -> set[str]:
     return found - _GENERIC_BUILD_OPTIONS
 
 
-def _stems(name: str) -> set[str]:
-    """The feature names a package name may go by: libsasl2-dev -> sasl2,
-    sasl, libsasl2; cyrus-sasl2 -> cyrus-sasl2, sasl2, sasl."""
-    name = name.lower()
-    name = re.sub(r"-dev$", "", name)
-    stems = {name}
-    for word in [name, *name.split("-")[1:]]:
-        bare = word[3:] if word.startswith("lib") and len(word) > 3 else word
-        stems |= {word, bare, re.sub(r"[\d.]+$", "", bare)}
+# Words of a hyphenated source name that name no feature.
+_GENERIC_WORDS = {"dev", "compat", "modules", "module", "linux", "util", "utils", "common",
+                  "tools", "bin", "data", "mit", "heimdal", "multidev", "extra", "plugins",
+                  "defaults", "default", "runtime", "core", "base", "lib", "libs"}
+
+
+def _bare(word: str) -> set[str]:
+    """A word as a feature may name it: sasl2 -> sasl2, sasl; libfoo -> foo."""
+    bare = word[3:] if word.startswith("lib") and len(word) > 3 else word
+    return {word, bare, re.sub(r"[\d.]+$", "", bare)}
+
+
+def _stems(dep: str, source: str | None) -> set[str]:
+    """The feature names a library may go by: its -dev package's first
+    word (libsasl2-dev -> sasl2, sasl, libsasl2; libcurl4-openssl-dev ->
+    curl4, curl: not openssl, which is the flavour of curl it is), and its
+    source package's words (cyrus-sasl2 -> cyrus-sasl2, sasl2, sasl;
+    libnetfilter-conntrack -> conntrack), but generic ones."""
+    name = re.sub(r"-dev$", "", dep.lower())
+    stems = _bare(name.split("-")[0])
+    if source:
+        source = source.lower()
+        stems |= _bare(source)
+        for word in source.split("-"):
+            if word not in _GENERIC_WORDS:
+                stems |= _bare(word)
     for stem in list(stems):
         stems |= set(_ALIASES.get(stem, ()))
-    return {s for s in stems if len(s) > 1}
+    return {s for s in stems if len(s) > 1 and s not in _GENERIC_WORDS}
 
 
-def switches_off(options: set[str], left_out: list[tuple[str, str | None]]) -> \
-        dict[str, list[Switch]]:
+def switches_off(options: set[str], left_out: list[tuple[str, str | None]],
+                 kept: Sequence[tuple[str, str | None]] = ()) -> dict[str, list[Switch]]:
     """For each left-out library, given as (build dependency, source
-    package), the package's options that name it, by dependency."""
+    package), the package's options that name it, by dependency; never
+    one that also names a library the build keeps (`kept`: OpenSSL's tls
+    stays on when only curl, which names openssl too, is left out)."""
+    keep = {_variable(k, s) for dep, src in kept for s in _stems(dep, src)
+            for k in ("enable", "with")} | {f"no{s}" for dep, src in kept for s in _stems(dep, src)}
     out: dict[str, list[Switch]] = {}
     for dep, source in left_out:
-        stems = _stems(dep) | (_stems(source) if source else set())
+        stems = _stems(dep, source)
         names = {_variable(k, s) for s in stems for k in ("enable", "with")}
         names |= {f"no{s}" for s in stems}
-        hits = sorted(options & names)
+        hits = sorted((options & names) - keep)
         if hits:
             out[dep] = [Switch(v) for v in hits]
     return out
@@ -155,3 +183,24 @@ def site_text(switches: dict[str, list[Switch]]) -> str:
 def build_options(switches: dict[str, list[Switch]]) -> list[str]:
     """The DEB_BUILD_OPTIONS words that turn the switches off."""
     return sorted({s.variable for sws in switches.values() for s in sws if s.build_option})
+
+
+@dataclass(frozen=True)
+class Off:
+    """What a build turns off: config.site lines, DEB_BUILD_OPTIONS words;
+    `missing_ok`: something was left out, so files the build does not make
+    are not installed; and the switches, by dependency (for the report)."""
+    site: str = ""
+    build_options: tuple[str, ...] = ()
+    missing_ok: bool = False
+    switches: dict[str, list[Switch]] = field(default_factory=dict, compare=False)
+
+
+def turn_off(tree: Path, left_out: list[tuple[str, str | None]],
+             kept: list[tuple[str, str | None]]) -> Off:
+    """Everything turned off for the libraries left out of a build;
+    `kept`: the libraries it builds with."""
+    if not left_out:
+        return Off()
+    switches = switches_off(configure_options(tree) | rules_options(tree), left_out, kept)
+    return Off(site_text(switches), tuple(build_options(switches)), True, switches)

@@ -63,8 +63,20 @@ def _choose(alternatives: list[str]) -> tuple[str, archive.BinaryPackage | None]
     return alternatives[0], None
 
 
+def _real(pkg: archive.BinaryPackage) -> archive.BinaryPackage:
+    """The -dev package a "-defaults" source's package stands for
+    (libdb-dev -> libdb5.3-dev): its source is the one to build."""
+    if pkg.source.endswith("-defaults"):
+        for dep in pkg.depends:
+            real = archive.show(dep) if dep.endswith("-dev") else None
+            if real is not None:
+                return real
+    return pkg
+
+
 def classify(alternatives: list[str]) -> Dependency:
     name, pkg = _choose(alternatives)
+    pkg = _real(pkg) if pkg is not None else None
     if _TOOLCHAIN.match(name) or (pkg and _TOOLCHAIN.match(pkg.name)):
         return Dependency(name, "toolchain", pkg)
     if pkg is None:

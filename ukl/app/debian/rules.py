@@ -8,7 +8,10 @@ only the compiler changes:
     same program as an ordinary process, for the stock kernel);
   * DEB_BUILD_OPTIONS: nocheck (test suites run programs that are not
     there at build time), nostrip (strip would drop the UKL object's
-    symbols), noddebs; build profile nocheck (not nodoc: rules that copy a
+    symbols), noddebs, nopgo and nolto (a profile-guided build runs the
+    package's test suite to train it, as Python's does; link-time
+    optimisation would defer code generation past the UKL object's link);
+    build profile nocheck (not nodoc: rules that copy a
     man page after dh_installman break, as zstd's do);
   * for UKL: the dependencies' install trees in $UKL_DEPS_SYSROOT (ukl-cc
     searches them), pkg-config sees only their .pc files, a -shared link
@@ -29,10 +32,11 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+import sys
 from pathlib import Path
 
-from ukl.app.debian import archive, control
+from ukl.app.debian import archive, control, missing_files
+from ukl.app.debian.features import Off
 from ukl.common import paths
 from ukl.common.buildenv import build_env, jobs
 from ukl.common.errors import UklError
@@ -62,15 +66,7 @@ _PKGCONFIG_VAR = re.compile(r"^(\w+)=(/usr\b)", re.M)
 
 
 def _build_options() -> str:
-    return f"nocheck nostrip noddebs parallel={jobs()}"
-
-
-@dataclass(frozen=True)
-class Off:
-    """What ukl.app.debian.features turns off: config.site lines and
-    DEB_BUILD_OPTIONS words."""
-    site: str = ""
-    build_options: tuple[str, ...] = ()
+    return f"nocheck nostrip noddebs nopgo nolto parallel={jobs()}"
 
 
 def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
@@ -100,17 +96,25 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
     site = work / "config.site"
     site.write_text(CONFIG_SITE + off.site)
     env["CONFIG_SITE"] = str(site)
-    shims = compiler_shims(work / "compilers", cc, cxx)
+    shims = compiler_shims(work / "compilers", cc, cxx, off.missing_ok)
     env.update(PATH=f"{shims}:{env.get('PATH', os.defpath)}", **{COMPILER_SHIMS_ENV: str(shims)})
     return env
 
 
-def compiler_shims(d: Path, cc: str, cxx: str) -> Path:
+def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False) -> Path:
     """A directory of the compiler names Debian's rules call directly
     (zlib's and zstd's use x86_64-linux-gnu-gcc, not $CC), each running
     ukl-cc or ukl-c++; it goes first in PATH. ukl-cc takes it out of PATH
-    for the compilers it runs itself."""
+    for the compilers it runs itself. `missing_ok`: dh_install there too,
+    which does not install what the build did not make
+    (ukl.app.debian.missing_files)."""
     d.mkdir(parents=True, exist_ok=True)
+    dh_install = d / "dh_install"
+    if missing_ok:
+        dh_install.write_text(f'#!/bin/sh\nexec {sys.executable} {missing_files.__file__} "$@"\n')
+        dh_install.chmod(0o755)
+    else:
+        dh_install.unlink(missing_ok=True)
     for names, target in ((_CC_NAMES, cc), (_CXX_NAMES, cxx)):
         for name in names:
             shim = d / name
@@ -240,6 +244,35 @@ def _built_archive(tree: Path, name: str) -> Path | None:
              if p.is_file() and "debian" not in p.relative_to(tree).parts[:1]]
     found.sort(key=lambda p: (".libs" not in p.parts, len(p.parts)))
     return found[0] if found else None
+
+
+# What a program does not read at run time: documentation, and (usr/lib's
+# multiarch directory) shared libraries, which a UKL program cannot load and
+# an ordinary process gets from the host (runtime_files).
+_NOT_DATA = {"usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/lintian",
+             "usr/share/bug", "usr/share/doc-base", "usr/lib/debug",
+             f"usr/lib/{layout.MULTIARCH}", "usr/bin", "usr/sbin", "bin", "sbin"}
+
+
+def data_trees(tree: Path, binaries: list[str]) -> list[tuple[Path, str]]:
+    """The files Debian's build staged for `binaries` that a program reads
+    at run time (Python's standard library), as (host directory, guest
+    directory) trees: etc/, var/, and the directories of usr/lib and
+    usr/share but documentation and shared libraries (_NOT_DATA)."""
+    trees = []
+    for b in binaries:
+        staged = tree / "debian" / b
+        if not staged.is_dir():
+            continue
+        tops = [staged / "etc", staged / "var"]
+        for parent in ("usr/lib", "usr/share"):
+            if (staged / parent).is_dir():
+                tops += sorted((staged / parent).iterdir())
+        for top in tops:
+            rel = top.relative_to(staged).as_posix()
+            if top.is_dir() and not top.is_symlink() and rel not in _NOT_DATA:
+                trees.append((top, f"/{rel}"))
+    return trees
 
 
 def find_program(tree: Path, binaries: list[str], wanted: list[str]) -> Path | None:

@@ -115,7 +115,8 @@ def fetch(package: str) -> Path:
                        append=True)
             break
         except UklError as e:
-            text = log.read_text(errors="replace")[start:] if log.is_file() else ""
+            text = (log.read_bytes()[start:].decode(errors="replace") if log.is_file()
+                    else "")
             if "Unable to find a source package" in text and attempt == package:
                 raise UsageError(f"Debian has no source package '{package}' in the suites "
                                  f"of this machine (see {log})") from e
