@@ -334,3 +334,23 @@ def test_a_defaults_package_stands_for_the_library_it_depends_on(
         "libdb5.3-dev": ["usr/include/db.h", "usr/lib/x86_64-linux-gnu/libdb-5.3.a"]}[pkg.name])
     dep = libdeps.classify(["libdb-dev"])
     assert (dep.name, dep.kind, dep.source) == ("libdb-dev", "library", "db5.3")
+
+
+def test_a_failed_builds_reason_is_its_first_telling_line() -> None:
+    log = ("checking for gcc... ukl-cc\n"
+           "make[3]: Entering directory 'x'\n"
+           "ukl lint: /tmp/ukl-cc-e8/user.o: 3 problem(s)\n"
+           "  /tmp/ukl-cc-e8/user.o: sha256_block_data_order_avx2: red-zone access "
+           "`mov %rdi,-0x8(%rsp)` at 0x94c42; build with -mno-red-zone\n"
+           "ukl-cc: error: the program failed `ukl lint`\n"
+           "src/a.c:3:10: fatal error: sasl/sasl.h: No such file or directory\n")
+    assert rules.failure_reason(log) == (
+        "ukl lint: sha256_block_data_order_avx2: red-zone access `mov %rdi,-0x8(%rsp)` at "
+        "0x94c42; build with -mno-red-zone")
+    assert rules.failure_reason(
+        "x.o:(.data+0x2b0): undefined reference to `plain_server_plug_init'\n"
+        "collect2: error: ld returned 1 exit status\nukl-cc: error: exit status 1\n") == \
+        "undefined reference to `plain_server_plug_init'"
+    assert rules.failure_reason("configure: error: libevent is required\n") == \
+        "configure: error: libevent is required"
+    assert rules.failure_reason("make: *** [all] Error 2\n") is None

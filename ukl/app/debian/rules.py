@@ -181,8 +181,44 @@ def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
            "-P" + ",".join(sorted(profiles))]
     if resume:
         cmd.append("-nc")
-    run_logged(cmd, label=f"debian/rules {what}", cwd=tree, env=env, log_path=log,
-               append=True)
+    start = log.stat().st_size if log.is_file() else 0
+    try:
+        run_logged(cmd, label=f"debian/rules {what}", cwd=tree, env=env, log_path=log,
+                   append=True)
+    except UklError as e:
+        text = log.read_bytes()[start:].decode(errors="replace") if log.is_file() else ""
+        why = failure_reason(text)
+        if why is None:
+            raise
+        raise UklError(f"debian/rules {what} failed: {why}; full log: {log}",
+                       detail=e.detail) from e
+
+
+# What a failed build's log says first about why, most telling first at
+# the same place: what is UKL's own (ukl lint, a host library), then the
+# compiler's, the linker's and configure's errors.
+_REASONS = (
+    re.compile(r"^ukl lint: \S+: \d+ problem\(s\)\n\s+\S+: (?P<why>.+)$", re.M),
+    re.compile(r"^ukl-cc: error: (?P<why>(?!exit status).+)$", re.M),
+    re.compile(r"^(?P<why>\S+:\d+:(?:\d+:)? (?:fatal )?error: .+)$", re.M),
+    re.compile(r"(?P<why>undefined reference to `[^']+')"),
+    re.compile(r"^(?P<why>configure: error: .+)$", re.M),
+    re.compile(r"^(?P<why>CMake Error at .+)$", re.M),
+    re.compile(r"^(?P<why>meson\.build:\d+:\d+: ERROR: .+)$", re.M),
+)
+
+
+def failure_reason(log_text: str) -> str | None:
+    """The first line of a failed build's log that says why (the earliest
+    of _REASONS' matches; the first pattern wins a tie), or None."""
+    found = [(m.start(), i, m.group("why").strip()) for i, r in enumerate(_REASONS)
+             if (m := r.search(log_text))]
+    if not found:
+        return None
+    _, kind, why = min(found)
+    if kind == 0:
+        why = f"ukl lint: {why}"
+    return why if len(why) <= 240 else why[:237] + "..."
 
 
 def staging_dirs(tree: Path, binaries: list[str]) -> list[Path]:
