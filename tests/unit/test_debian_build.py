@@ -354,3 +354,23 @@ def test_a_failed_builds_reason_is_its_first_telling_line() -> None:
     assert rules.failure_reason("configure: error: libevent is required\n") == \
         "configure: error: libevent is required"
     assert rules.failure_reason("make: *** [all] Error 2\n") is None
+
+
+def test_a_library_that_failed_is_not_built_again_in_the_same_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ukl.app.debian import build as debbuild
+    monkeypatch.setattr(debbuild, "_FAILED_LIBRARIES", {})
+    ssl = archive.BinaryPackage("libssl-dev", "1", "openssl")
+    monkeypatch.setattr(libdeps, "classify_all", lambda deps: [
+        libdeps.Dependency("libssl-dev", "library", ssl)])
+    tries: list[str] = []
+
+    def build(src: str, **kwargs: object) -> debbuild.Built:
+        tries.append(src)
+        raise UklError("debian/rules openssl failed: ukl lint: red-zone access")
+    monkeypatch.setattr(debbuild, "build", build)
+    for program in ("curl", "unbound"):
+        ctl = control.Control(program, "1", [], [program], [program])
+        _, left, _ = debbuild._library_deps(ctl, (program,), None)
+        assert [d.why for d in left] == ["debian/rules openssl failed: ukl lint: red-zone access"]
+    assert tries == ["openssl"]

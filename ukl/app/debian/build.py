@@ -194,6 +194,10 @@ def _system(rec: recipe.Recipe, source: Path) -> str:
 # (source package, ukl, library, left out) -> its build, for this process:
 # a library several packages need is looked at once.
 _BUILT: dict[tuple[str, bool, bool, frozenset[str]], Built] = {}
+# (source package, left out) -> why its library build failed, for this
+# process: a catalog run does not build OpenSSL again for every package
+# that wants it.
+_FAILED_LIBRARIES: dict[tuple[str, frozenset[str]], str] = {}
 # The --without names some build dependency matched, for this process.
 _LEFT_OUT_AS_ASKED: set[str] = set()
 
@@ -249,11 +253,16 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
             without.append(LeftOut(dep.name, src,
                                    f"a dependency loop ({' -> '.join((*chain, src))})"))
             continue
+        failed = _FAILED_LIBRARIES.get((src, leave_out))
+        if failed:
+            without.append(LeftOut(dep.name, src, failed))
+            continue
         try:
             lib = build(src, ukl=True, _chain=chain, library=True,
                         linked_as=dep.package.name if dep.package else None,
                         leave_out=leave_out)
         except UklError as e:
+            _FAILED_LIBRARIES[(src, leave_out)] = e.message
             without.append(LeftOut(dep.name, src, e.message))
             continue
         if not any(p.suffix == ".a" for p in lib.prefix.rglob("*.a")):
