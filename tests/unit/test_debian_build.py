@@ -374,3 +374,23 @@ def test_a_library_that_failed_is_not_built_again_in_the_same_run(
         _, left, _ = debbuild._library_deps(ctl, (program,), None)
         assert [d.why for d in left] == ["debian/rules openssl failed: ukl lint: red-zone access"]
     assert tries == ["openssl"]
+
+
+def test_a_resumed_build_that_fails_is_built_again_from_the_start() -> None:
+    from ukl.app.debian import build as debbuild
+    calls: list[str] = []
+
+    def build(resume: bool) -> None:
+        calls.append(f"build resume={resume}")
+        if resume:
+            raise UklError("strip: libncurses++w.a: No such file")
+    debbuild.resume_or_restart(True, "ncurses", build, lambda: calls.append("fresh tree"))
+    assert calls == ["build resume=True", "fresh tree", "build resume=False"]
+    calls.clear()
+
+    def broken(resume: bool) -> None:
+        calls.append(f"build resume={resume}")
+        raise UklError("configure: error: no tgetent")
+    with pytest.raises(UklError, match="tgetent"):
+        debbuild.resume_or_restart(False, "readline", broken, lambda: calls.append("fresh"))
+    assert calls == ["build resume=False"]

@@ -34,7 +34,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ukl.app import unikernel
 from ukl.app.debian import archive, control, features, libdeps, recipe, rules
@@ -315,17 +315,13 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
             if resume:
                 print(f"ukl: {what}: resuming the interrupted build in {tree}", file=sys.stderr)
             else:
-                (work / BUILT_STAMP).unlink(missing_ok=True)
-                if tree.exists():
-                    shutil.rmtree(tree)
-                work.mkdir(parents=True, exist_ok=True)
-                shutil.copytree(source, tree, symlinks=True)
-                log.unlink(missing_ok=True)
-                _apply_patches(rec, tree, ukl)
-                stamp.record(work / STARTED_STAMP, state)
+                _fresh_tree(rec, source, work, tree, log, ukl, state)
             try:
-                rules.build(tree, ukl, cc, cxx, sysroots, log, what, resume, off,
-                            ctl.profiles)
+                resume_or_restart(
+                    resume, what,
+                    lambda again: rules.build(tree, ukl, cc, cxx, sysroots, log, what, again,
+                                              off, ctl.profiles),
+                    lambda: _fresh_tree(rec, source, work, tree, log, ukl, state))
             except UklError as e:
                 if without:
                     # What was left out is often why (a configure option
@@ -351,6 +347,36 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     if not binary:
         _BUILT[key] = done
     return done
+
+
+def resume_or_restart(resume: bool, what: str, build: Callable[[bool], None],
+                      restart: Callable[[], None]) -> None:
+    """build(resume); a resumed build that fails is built once more from
+    the start (restart(), then build(False)): killed in a step that leaves
+    a half-made state behind (an install into debian/tmp), it may not go
+    on from there."""
+    try:
+        build(resume)
+    except UklError:
+        if not resume:
+            raise
+        print(f"ukl: {what}: the resumed build failed; building it again from the start",
+              file=sys.stderr)
+        restart()
+        build(False)
+
+
+def _fresh_tree(rec: recipe.Recipe, source: Path, work: Path, tree: Path, log: Path,
+                ukl: bool, state: str) -> None:
+    """A new copy of the source to build in, the recipe's patches applied."""
+    (work / BUILT_STAMP).unlink(missing_ok=True)
+    if tree.exists():
+        shutil.rmtree(tree)
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, tree, symlinks=True)
+    log.unlink(missing_ok=True)
+    _apply_patches(rec, tree, ukl)
+    stamp.record(work / STARTED_STAMP, state)
 
 
 def _left_out_line(dep: LeftOut, switches: list[features.Switch]) -> str:
