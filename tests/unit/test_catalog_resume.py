@@ -4,6 +4,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ukl
 from ukl import catalog
 
@@ -69,3 +71,24 @@ def test_a_run_of_only_kept_packages_records_them_and_builds_nothing(tmp_path: P
     md = (tmp_path / "cat" / "catalog.md").read_text()
     assert "| hello | 2.10-3 | prints its greeting | pass | pass | pass | 0.2 |" in md
     assert "were not run again): hello." in md
+
+
+def test_a_resumed_run_stopped_part_way_keeps_what_it_had_not_reached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept hello is recorded, then the run is stopped in bc: jq, kept but
+    not reached, must still be in the table for the next --resume."""
+    from ukl import cli
+    entries = {e.name: e for e in catalog.load()}
+    (tmp_path / "cat").mkdir()
+    _write(tmp_path / "cat" / "catalog.csv", [
+        catalog.Row(entries[n], version="1", build=catalog.Verdict(True),
+                    ukl=catalog.Verdict(True), stock=catalog.Verdict(True), recipe="none")
+        for n in ("hello", "jq")])
+    monkeypatch.setenv("UKL_RESULTS_DIR", str(tmp_path))
+
+    def stopped(*args: object) -> catalog.Row:
+        raise KeyboardInterrupt
+    monkeypatch.setattr(catalog, "run_entry", stopped)
+    assert cli.main(["catalog", "--name", "cat", "--resume", "hello", "bc", "jq"]) == 130
+    assert sorted(catalog.passed_before(tmp_path / "cat" / "catalog.csv",
+                                        list(entries.values()))) == ["hello", "jq"]

@@ -68,8 +68,10 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
         rows.append(row)
         if out is not None:
             # After every package, kept ones too: a long run stopped part
-            # way still says what it found.
-            _record(out, rows, len(entries), [ukl, stock])
+            # way still says what it found, and keeps what it was to keep
+            # of the packages it has not reached.
+            later = [kept[e.name] for e in entries[i:] if e.name in kept]
+            _record(out, rows + later, len(entries), [ukl, stock])
     header, body = catalog.rows_table(rows)
     print_table([header[:7]] + [r[:7] for r in body])
     print(catalog.summary(rows))
