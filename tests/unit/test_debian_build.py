@@ -354,6 +354,11 @@ def test_a_failed_builds_reason_is_its_first_telling_line() -> None:
     assert rules.failure_reason("configure: error: libevent is required\n") == \
         "configure: error: libevent is required"
     assert rules.failure_reason("make: *** [all] Error 2\n") is None
+    assert rules.failure_reason(
+        "make[2]: [Makefile:873: libtic.so.6.4] Error 1 (ignored)\n"
+        "strip: 'debian/libncurses-dev/usr/lib/x86_64-linux-gnu/libncurses++w.a': No such file\n"
+        "make: *** [debian/rules:501: binary-arch] Error 1\n") == (
+        "strip: 'debian/libncurses-dev/usr/lib/x86_64-linux-gnu/libncurses++w.a': No such file")
 
 
 def test_a_library_that_failed_is_not_built_again_in_the_same_run(

@@ -205,6 +205,8 @@ _REASONS = (
     re.compile(r"^(?P<why>configure: error: .+)$", re.M),
     re.compile(r"^(?P<why>CMake Error at .+)$", re.M),
     re.compile(r"^(?P<why>meson\.build:\d+:\d+: ERROR: .+)$", re.M),
+    re.compile(r"^(?P<why>dh_\w+: error: .+)$", re.M),
+    re.compile(r"^(?P<why>(?:cp|install|strip|mv|ln|chmod): .*No such file.*)$", re.M),
 )
 
 
