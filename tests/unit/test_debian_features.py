@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from ukl.app.debian import features
 
 CONFIGURE_AC = """\
@@ -112,3 +114,30 @@ def test_debians_own_build_option_switches(tmp_path: Path) -> None:
         "libdbus-1-dev": ["DEB_BUILD_OPTIONS=nodbus"], "libidn2-dev": ["DEB_BUILD_OPTIONS=noidn"]}
     assert features.build_options(off) == ["nodbus", "noidn"]
     assert features.site_text(off) == ""
+
+
+def test_packages_that_need_a_left_out_library_but_not_the_programs_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """dnsmasq without Lua: its Lua variant's package is skipped on the
+    second try; the program's own package, and what it depends on, never
+    (perl's libperl5.36, which perl depends on, needs Berkeley DB)."""
+    from ukl.app.debian import archive
+    graph = {
+        "dnsmasq-base": ("dnsmasq", ("libdbus-1-3", "libidn2-0")),
+        "dnsmasq-base-lua": ("dnsmasq", ("liblua5.4-0", "libidn2-0")),
+        "dnsmasq-utils": ("dnsmasq", ("libc6",)),
+        "liblua5.4-0": ("lua5.4", ()), "libidn2-0": ("libidn2", ()),
+        "libdbus-1-3": ("dbus", ()), "libc6": ("glibc", ()),
+        "perl-base": ("perl", ("libc6",)), "perl": ("perl", ("perl-base", "libperl5.36")),
+        "libperl5.36": ("perl", ("libdb5.3",)), "libdb5.3": ("db5.3", ()),
+    }
+    monkeypatch.setattr(archive, "show", lambda name: archive.BinaryPackage(
+        name, "1", graph[name][0], graph[name][1]) if name in graph else None)
+    monkeypatch.setattr(archive, "prefetch", lambda names: None)
+    dnsmasq = ["dnsmasq-base", "dnsmasq-base-lua", "dnsmasq-utils"]
+    assert features.packages_needing(dnsmasq, {"lua5.4"}, ["dnsmasq-base"]) == [
+        "dnsmasq-base-lua"]
+    assert features.packages_needing(dnsmasq, {"dbus"}, ["dnsmasq-base"]) == []
+    assert features.packages_needing(["perl-base", "perl", "libperl5.36"], {"db5.3"},
+                                     ["perl-base", "perl"]) == []
+    assert features.Off(skip=("a", "b")).dh_options == "-Na -Nb"

@@ -317,11 +317,29 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
             else:
                 _fresh_tree(rec, source, work, tree, log, ukl, state)
             try:
-                resume_or_restart(
-                    resume, what,
-                    lambda again: rules.build(tree, ukl, cc, cxx, sysroots, log, what, again,
-                                              off, ctl.profiles),
-                    lambda: _fresh_tree(rec, source, work, tree, log, ukl, state))
+                def fresh() -> None:
+                    _fresh_tree(rec, source, work, tree, log, ukl, state)
+                try:
+                    resume_or_restart(
+                        resume, what,
+                        lambda again: rules.build(tree, ukl, cc, cxx, sysroots, log, what,
+                                                  again, off, ctl.profiles),
+                        fresh)
+                except UklError:
+                    # Debian's rules may build a package for a left-out
+                    # library anyway (dnsmasq's Lua variant): once more
+                    # without the packages that need one, if there are any.
+                    own = shipped_in or linked_as
+                    skip = features.packages_needing(
+                        ctl.binaries, {d.source for d in left_out if d.source},
+                        archive.same_source_depends(own, ctl.binaries) if own else [])
+                    if not ukl or not skip:
+                        raise
+                    print(f"ukl: {what}: building again without {', '.join(skip)} (they need "
+                          "libraries left out)", file=sys.stderr)
+                    fresh()
+                    rules.build(tree, ukl, cc, cxx, sysroots, log, what, False,
+                                dataclasses.replace(off, skip=tuple(skip)), ctl.profiles)
             except UklError as e:
                 if without:
                     # What was left out is often why (a configure option

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from ukl.app.debian import archive
+
 
 # Feature names that mean a library whose name does not say so.
 _ALIASES = {
@@ -194,6 +196,32 @@ class Off:
     build_options: tuple[str, ...] = ()
     missing_ok: bool = False
     switches: dict[str, list[Switch]] = field(default_factory=dict, compare=False)
+    # Binary packages debhelper skips (DH_OPTIONS=-N...): a second try,
+    # after a build that failed making them (dnsmasq-base-lua without Lua).
+    skip: tuple[str, ...] = ()
+
+    @property
+    def dh_options(self) -> str:
+        return " ".join(f"-N{p}" for p in self.skip)
+
+
+def packages_needing(binaries: list[str], sources: set[str], keep: list[str]) -> list[str]:
+    """The binary packages among `binaries` (one source's) that depend
+    directly on a library of `sources` (left out), but those in `keep` (the
+    program's own and the packages of its source it depends on) and those
+    a kept package depends on; none if that would leave nothing to build."""
+    archive.prefetch(binaries)
+    kept_needs = {d for k in keep if (pkg := archive.show(k)) is not None for d in pkg.depends}
+    needing = []
+    for b in binaries:
+        pkg = archive.show(b)
+        if pkg is None or pkg.name != b or b in keep or b in kept_needs:
+            continue
+        archive.prefetch(list(pkg.depends))
+        if any((d := archive.show(dep)) is not None and d.source in sources
+               and dep not in binaries for dep in pkg.depends):
+            needing.append(b)
+    return needing if len(needing) < len(binaries) else []
 
 
 def turn_off(tree: Path, left_out: list[tuple[str, str | None]],

@@ -76,6 +76,9 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
                     DEB_BUILD_OPTIONS=" ".join([_build_options(), *off.build_options]),
                     DEB_BUILD_PROFILES=",".join(sorted(profiles)),
                     DEBIAN_FRONTEND="noninteractive")
+    if off.skip:
+        # Every debhelper command skips them.
+        env["DH_OPTIONS"] = off.dh_options
     # dpkg-buildpackage sets the flags from dpkg-buildflags; an outer
     # CFLAGS (from a user's shell) would replace Debian's.
     for var in ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"):
