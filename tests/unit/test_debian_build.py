@@ -399,3 +399,23 @@ def test_a_resumed_build_that_fails_is_built_again_from_the_start() -> None:
     with pytest.raises(UklError, match="tgetent"):
         debbuild.resume_or_restart(False, "readline", broken, lambda: calls.append("fresh"))
     assert calls == ["build resume=False"]
+
+
+def test_a_failed_build_is_tried_again_without_the_packages_needing_what_was_left_out(
+        ) -> None:
+    from ukl.app.debian import build as debbuild
+    from ukl.app.debian import features
+    calls: list[str] = []
+
+    def build(resume: bool, off: features.Off) -> None:
+        calls.append(f"build skip={','.join(off.skip)}")
+        if not off.skip:
+            raise UklError("dnsmasq.h:10: fatal error: lua.h: No such file or directory")
+    debbuild.build_with_retries("dnsmasq", False, features.Off(missing_ok=True), build,
+                                lambda: calls.append("fresh"), lambda: ["dnsmasq-base-lua"])
+    assert calls == ["build skip=", "fresh", "build skip=dnsmasq-base-lua"]
+    calls.clear()
+    with pytest.raises(UklError, match="lua.h"):
+        debbuild.build_with_retries("dnsmasq", False, features.Off(), build,
+                                    lambda: calls.append("fresh"), lambda: [])
+    assert calls == ["build skip="]

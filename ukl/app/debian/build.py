@@ -317,29 +317,12 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
             else:
                 _fresh_tree(rec, source, work, tree, log, ukl, state)
             try:
-                def fresh() -> None:
-                    _fresh_tree(rec, source, work, tree, log, ukl, state)
-                try:
-                    resume_or_restart(
-                        resume, what,
-                        lambda again: rules.build(tree, ukl, cc, cxx, sysroots, log, what,
-                                                  again, off, ctl.profiles),
-                        fresh)
-                except UklError:
-                    # Debian's rules may build a package for a left-out
-                    # library anyway (dnsmasq's Lua variant): once more
-                    # without the packages that need one, if there are any.
-                    own = shipped_in or linked_as
-                    skip = features.packages_needing(
-                        ctl.binaries, {d.source for d in left_out if d.source},
-                        archive.same_source_depends(own, ctl.binaries) if own else [])
-                    if not ukl or not skip:
-                        raise
-                    print(f"ukl: {what}: building again without {', '.join(skip)} (they need "
-                          "libraries left out)", file=sys.stderr)
-                    fresh()
-                    rules.build(tree, ukl, cc, cxx, sysroots, log, what, False,
-                                dataclasses.replace(off, skip=tuple(skip)), ctl.profiles)
+                build_with_retries(
+                    what, resume, off,
+                    lambda again, how: rules.build(tree, ukl, cc, cxx, sysroots, log, what,
+                                                   again, how, ctl.profiles),
+                    lambda: _fresh_tree(rec, source, work, tree, log, ukl, state),
+                    lambda: _skippable(ctl, left_out, shipped_in or linked_as))
             except UklError as e:
                 if without:
                     # What was left out is often why (a configure option
@@ -365,6 +348,35 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     if not binary:
         _BUILT[key] = done
     return done
+
+
+def _skippable(ctl: control.Control, left_out: list[LeftOut], own: str | None) -> list[str]:
+    """The binary packages a build may go without: those needing a
+    left-out library, but the program's (or library's) own."""
+    if not left_out:
+        return []
+    keep = archive.same_source_depends(own, ctl.binaries) if own else []
+    return features.packages_needing(ctl.binaries, {d.source for d in left_out if d.source},
+                                     keep)
+
+
+def build_with_retries(what: str, resume: bool, off: features.Off,
+                       build: Callable[[bool, features.Off], None], fresh: Callable[[], None],
+                       skippable: Callable[[], list[str]]) -> None:
+    """build(resume, off), resumed or restarted (resume_or_restart); if it
+    fails, once more from the start without the binary packages that need
+    a left-out library (Debian's rules may build those anyway: dnsmasq's
+    Lua variant), if there are any."""
+    try:
+        resume_or_restart(resume, what, lambda again: build(again, off), fresh)
+    except UklError:
+        skip = skippable()
+        if not skip:
+            raise
+        print(f"ukl: {what}: building again without {', '.join(skip)} (they need libraries "
+              "left out)", file=sys.stderr)
+        fresh()
+        build(False, dataclasses.replace(off, skip=tuple(skip)))
 
 
 def resume_or_restart(resume: bool, what: str, build: Callable[[bool], None],
