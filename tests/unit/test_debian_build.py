@@ -353,6 +353,10 @@ def test_a_failed_builds_reason_is_its_first_telling_line() -> None:
         "undefined reference to `plain_server_plug_init'"
     assert rules.failure_reason("configure: error: libevent is required\n") == \
         "configure: error: libevent is required"
+    assert rules.failure_reason(
+        "configure: error: in `/b/dbus/debian/build-main':\n"
+        "configure: error: C compiler cannot create executables\n") == \
+        "configure: error: C compiler cannot create executables"
     assert rules.failure_reason("make: *** [all] Error 2\n") is None
     assert rules.failure_reason(
         "make[2]: [Makefile:873: libtic.so.6.4] Error 1 (ignored)\n"

@@ -7,6 +7,7 @@ import pytest
 from pathlib import Path
 
 from ukl.common.proc import StepCounter
+from ukl.toolchain import driver
 from ukl.toolchain.driver import (DriverError, host_inputs, is_link, split_output, standin_soname,
                                   static_inputs)
 
@@ -72,3 +73,9 @@ def test_standin_soname_forms() -> None:
     assert standin_soname(["-Wl,-soname=libz.so.1"]) == "libz.so.1"
     assert standin_soname(["-Wl,-soname", "-Wl,liblzma.so.5"]) == "liblzma.so.5"
     assert standin_soname(["a.o"]) is None
+
+
+def test_final_link_options_are_left_out_of_the_partial_link() -> None:
+    assert driver.partial_link_args(["-Wl,-z,relro", "-Wl,--gc-sections", "-O2", "x.o",
+                                     "-Wl,-z,now,--gc-sections,-O1"]) == [
+        "-Wl,-z,relro", "-O2", "x.o", "-Wl,-z,now,-O1"]

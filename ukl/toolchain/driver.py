@@ -197,6 +197,27 @@ def static_inputs(args: list[str]) -> list[str]:
     return out
 
 
+# Linker options that only mean something in a final link: a partial link
+# (-r) refuses --gc-sections without an entry point to keep.
+_FINAL_LINK_ONLY = {"--gc-sections", "-gc-sections"}
+
+
+def partial_link_args(args: list[str]) -> list[str]:
+    """The user's link arguments for the partial (-r) link that gathers
+    their code: without options only a final link takes (dbus passes
+    -Wl,--gc-sections; ld refuses it in a partial link without an entry
+    point)."""
+    out = []
+    for a in args:
+        if a.startswith("-Wl,"):
+            kept = [w for w in a[4:].split(",") if w not in _FINAL_LINK_ONLY]
+            if not kept:
+                continue
+            a = "-Wl," + ",".join(kept)
+        out.append(a)
+    return out
+
+
 def host_inputs(trace: str) -> list[str]:
     """Input files named by ld --trace that come from the host's library
     directories: code not built for the kernel model, which must not reach
@@ -242,7 +263,7 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path) -> None:
     # -Bstatic: -lfoo finds libfoo.a only. --trace lists every input, so
     # that one from the host's library directories is refused.
     cmd = [gcc, *compile_flags(cxx), "-r", "-nostdlib", "-Wl,-Bstatic", "-Wl,--trace",
-           *_library_dirs(), *static_inputs(user_args), "-o", str(out)]
+           *_library_dirs(), *static_inputs(partial_link_args(user_args)), "-o", str(out)]
     res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if res.returncode != 0:
         raise DriverError(f"exit status {res.returncode}")

@@ -48,6 +48,8 @@ _ALIASES = {
     "lzma": ("lzma", "xz"),
     "ncursesw": ("ncurses", "ncursesw", "curses"),
     "ncurses": ("ncurses", "ncursesw", "curses"),
+    # nftables sets (dnsmasq's nonftset).
+    "nftables": ("nftables", "nftset", "nft"),
 }
 _ARG_MACRO = re.compile(r"\bAC_ARG_(ENABLE|WITH)\(\s*\[?\s*([A-Za-z0-9_+.-]+)")
 _USER_OPTS = re.compile(r"^ac_user_opts='([^']*)'", re.M)

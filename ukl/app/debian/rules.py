@@ -205,7 +205,7 @@ _REASONS = (
     re.compile(r"^ukl-cc: error: (?P<why>(?!exit status).+)$", re.M),
     re.compile(r"^(?P<why>\S+:\d+:(?:\d+:)? (?:fatal )?error: .+)$", re.M),
     re.compile(r"(?P<why>undefined reference to `[^']+')"),
-    re.compile(r"^(?P<why>configure: error: .+)$", re.M),
+    re.compile(r"^(?P<why>configure: error: (?!in `).+)$", re.M),
     re.compile(r"^(?P<why>CMake Error at .+)$", re.M),
     re.compile(r"^(?P<why>meson\.build:\d+:\d+: ERROR: .+)$", re.M),
     re.compile(r"^(?P<why>dh_\w+: error: .+)$", re.M),
