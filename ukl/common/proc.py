@@ -107,6 +107,20 @@ def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
         return ""
 
 
+def log_size(path: Path) -> int:
+    """Where the next appended step will start in `path` (0 if none yet)."""
+    return path.stat().st_size if path.is_file() else 0
+
+
+def log_since(path: Path, start: int) -> str:
+    """What was appended to log `path` from byte `start` on (a step's own
+    output, in a log several steps append to)."""
+    try:
+        return path.read_bytes()[start:].decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def run_logged(
     cmd: Sequence[str | os.PathLike[str]],
     *,

@@ -83,10 +83,12 @@ def show(name: str) -> BinaryPackage | None:
     return _SHOWN[name]
 
 
-# The C library and the compiler's runtime: the UKL toolchain's own.
+# The C library, the compiler's runtime and the kernel's headers, for
+# building and at run time: the UKL toolchain provides them.
+TOOLCHAIN = re.compile(r"^(libc6?-dev|libc6-dev-.+|linux-libc-dev|libgcc-\d+-dev|libgcc1?-dev"
+                       r"|libstdc\+\+-\d+-dev|libstdc\+\+-dev|libc-dev-bin|libsupc\+\+-dev"
+                       r"|libc6|libgcc-s1|libstdc\+\+6)$")
 _LIBRARY_SECTIONS = {"libs", "libdevel", "oldlibs"}
-_RUNTIME = re.compile(r"^(libc6|libc-dev|libgcc-s1|libstdc\+\+6|libc6-dev|libgcc-\d+-dev"
-                      r"|libstdc\+\+-\d+-dev|linux-libc-dev)$")
 
 
 def link_sources(name: str) -> frozenset[str]:
@@ -107,7 +109,7 @@ def link_sources(name: str) -> frozenset[str]:
     while todo:
         prefetch(todo)
         current = todo.pop()
-        if current in seen or _RUNTIME.match(current):
+        if current in seen or TOOLCHAIN.match(current):
             continue
         seen.add(current)
         pkg = show(current)

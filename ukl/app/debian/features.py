@@ -155,20 +155,23 @@ def _stems(dep: str, source: str | None) -> set[str]:
     return {s for s in stems if len(s) > 1 and s not in _GENERIC_WORDS}
 
 
+def _switch_names(stems: set[str]) -> set[str]:
+    """The switches that name any of `stems`: configure's variables
+    (enable_sasl, with_sasl) and DEB_BUILD_OPTIONS words (nosasl)."""
+    return ({_variable(k, s) for s in stems for k in ("enable", "with")}
+            | {f"no{s}" for s in stems})
+
+
 def switches_off(options: set[str], left_out: list[tuple[str, str | None]],
                  kept: Sequence[tuple[str, str | None]] = ()) -> dict[str, list[Switch]]:
     """For each left-out library, given as (build dependency, source
     package), the package's options that name it, by dependency; never
     one that also names a library the build keeps (`kept`: OpenSSL's tls
     stays on when only curl, which names openssl too, is left out)."""
-    keep = {_variable(k, s) for dep, src in kept for s in _stems(dep, src)
-            for k in ("enable", "with")} | {f"no{s}" for dep, src in kept for s in _stems(dep, src)}
+    keep = {n for dep, src in kept for n in _switch_names(_stems(dep, src))}
     out: dict[str, list[Switch]] = {}
     for dep, source in left_out:
-        stems = _stems(dep, source)
-        names = {_variable(k, s) for s in stems for k in ("enable", "with")}
-        names |= {f"no{s}" for s in stems}
-        hits = sorted((options & names) - keep)
+        hits = sorted((options & _switch_names(_stems(dep, source))) - keep)
         if hits:
             out[dep] = [Switch(v) for v in hits]
     return out

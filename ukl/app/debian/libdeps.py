@@ -22,9 +22,6 @@ from dataclasses import dataclass
 
 from ukl.app.debian import archive, control
 
-# Provided by the UKL toolchain (glibc, gcc's runtime, Linux UAPI headers).
-_TOOLCHAIN = re.compile(r"^(libc6?-dev|libc6-dev-.+|linux-libc-dev|libgcc-\d+-dev|libgcc1?-dev"
-                        r"|libstdc\+\+-\d+-dev|libstdc\+\+-dev|libc-dev-bin|libsupc\+\+-dev)$")
 _STATIC = re.compile(r"^usr/lib/(?:[a-z0-9_]+-linux-gnu/)?[^/]+\.a$")
 _SHARED = re.compile(r"^usr/lib/(?:[a-z0-9_]+-linux-gnu/)?[^/]+\.so$")
 KINDS = ("toolchain", "library", "tool")
@@ -77,7 +74,7 @@ def _real(pkg: archive.BinaryPackage) -> archive.BinaryPackage:
 def classify(alternatives: list[str]) -> Dependency:
     name, pkg = _choose(alternatives)
     pkg = _real(pkg) if pkg is not None else None
-    if _TOOLCHAIN.match(name) or (pkg and _TOOLCHAIN.match(pkg.name)):
+    if archive.TOOLCHAIN.match(name) or (pkg and archive.TOOLCHAIN.match(pkg.name)):
         return Dependency(name, "toolchain", pkg)
     if pkg is None:
         return Dependency(name, "tool", None)

@@ -40,7 +40,7 @@ from ukl.app.debian.features import Off
 from ukl.common import paths
 from ukl.common.buildenv import build_env, jobs
 from ukl.common.errors import UklError
-from ukl.common.proc import run_logged, run_quiet
+from ukl.common.proc import log_since, log_size, run_logged, run_quiet
 from ukl.toolchain import layout
 from ukl.toolchain.driver import COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, SHARED_STANDIN_ENV
 
@@ -184,13 +184,12 @@ def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
            "-P" + ",".join(sorted(profiles))]
     if resume:
         cmd.append("-nc")
-    start = log.stat().st_size if log.is_file() else 0
+    start = log_size(log)
     try:
         run_logged(cmd, label=f"debian/rules {what}", cwd=tree, env=env, log_path=log,
                    append=True)
     except UklError as e:
-        text = log.read_bytes()[start:].decode(errors="replace") if log.is_file() else ""
-        why = failure_reason(text)
+        why = failure_reason(log_since(log, start))
         if why is None:
             raise
         raise UklError(f"debian/rules {what} failed: {why}; full log: {log}",
@@ -201,28 +200,27 @@ def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
 # the same place: what is UKL's own (ukl lint, a host library), then the
 # compiler's, the linker's and configure's errors.
 _REASONS = (
-    re.compile(r"^ukl lint: \S+: \d+ problem\(s\)\n\s+\S+: (?P<why>.+)$", re.M),
-    re.compile(r"^ukl-cc: error: (?P<why>(?!exit status).+)$", re.M),
-    re.compile(r"^(?P<why>\S+:\d+:(?:\d+:)? (?:fatal )?error: .+)$", re.M),
-    re.compile(r"(?P<why>undefined reference to `[^']+')"),
-    re.compile(r"^(?P<why>configure: error: (?!in `).+)$", re.M),
-    re.compile(r"^(?P<why>CMake Error at .+)$", re.M),
-    re.compile(r"^(?P<why>meson\.build:\d+:\d+: ERROR: .+)$", re.M),
-    re.compile(r"^(?P<why>dh_\w+: error: .+)$", re.M),
-    re.compile(r"^(?P<why>(?:cp|install|strip|mv|ln|chmod): .*No such file.*)$", re.M),
+    ("ukl lint: ", re.compile(r"^ukl lint: \S+: \d+ problem\(s\)\n\s+\S+: (?P<why>.+)$", re.M)),
+    ("", re.compile(r"^ukl-cc: error: (?P<why>(?!exit status).+)$", re.M)),
+    ("", re.compile(r"^(?P<why>\S+:\d+:(?:\d+:)? (?:fatal )?error: .+)$", re.M)),
+    ("", re.compile(r"(?P<why>undefined reference to `[^']+')")),
+    ("", re.compile(r"^(?P<why>configure: error: (?!in `).+)$", re.M)),
+    ("", re.compile(r"^(?P<why>CMake Error at .+)$", re.M)),
+    ("", re.compile(r"^(?P<why>meson\.build:\d+:\d+: ERROR: .+)$", re.M)),
+    ("", re.compile(r"^(?P<why>dh_\w+: error: .+)$", re.M)),
+    ("", re.compile(r"^(?P<why>(?:cp|install|strip|mv|ln|chmod): .*No such file.*)$", re.M)),
 )
 
 
 def failure_reason(log_text: str) -> str | None:
     """The first line of a failed build's log that says why (the earliest
-    of _REASONS' matches; the first pattern wins a tie), or None."""
-    found = [(m.start(), i, m.group("why").strip()) for i, r in enumerate(_REASONS)
-             if (m := r.search(log_text))]
+    of _REASONS' matches, with its label; the first pattern wins a tie),
+    or None."""
+    found = [(m.start(), i, label + m.group("why").strip())
+             for i, (label, r) in enumerate(_REASONS) if (m := r.search(log_text))]
     if not found:
         return None
-    _, kind, why = min(found)
-    if kind == 0:
-        why = f"ukl lint: {why}"
+    why = min(found)[2]
     return why if len(why) <= 240 else why[:237] + "..."
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ukl.common import paths
 from ukl.common.errors import UklError, UsageError
-from ukl.common.proc import run_logged
+from ukl.common.proc import log_since, log_size, run_logged
 
 SYSTEM_SOURCES = [Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list")]
 # Refresh the deb-src lists once a day at most.
@@ -108,15 +108,14 @@ def fetch(package: str) -> Path:
         if download.exists():
             shutil.rmtree(download)
         download.mkdir(parents=True)
-        start = log.stat().st_size if log.is_file() else 0
+        start = log_size(log)
         try:
             run_logged(["apt-get", *_apt_options(), "source", attempt],
                        label=f"apt-get source {attempt}", cwd=download, log_path=log,
                        append=True)
             break
         except UklError as e:
-            text = (log.read_bytes()[start:].decode(errors="replace") if log.is_file()
-                    else "")
+            text = log_since(log, start)
             if "Unable to find a source package" in text and attempt == package:
                 raise UsageError(f"Debian has no source package '{package}' in the suites "
                                  f"of this machine (see {log})") from e
