@@ -59,6 +59,8 @@ RUNTIME = [
 ]
 APPS = [
     Package("dpkg-dev", "`ukl build --debian` unpacks Debian source packages (dpkg-source)"),
+    Package("debhelper", "Debian's own builds run debhelper (dh); its tests build a "
+            "debhelper package"),
     Package("pkg-config", "configure scripts of Debian applications look up their libraries"),
     Package("autoconf", "autotools packages are autoreconf'ed before building, as Debian does"),
     Package("automake", "autotools packages are autoreconf'ed before building, as Debian does"),
