@@ -26,14 +26,18 @@ run: setup
 
 # The distribution-like flavours (*-distro, built on demand) are most of a
 # first build's time: their tests, marked `distro`, are test-full's.
+# Two pytest-xdist workers run the suite's two lanes side by side (most
+# tests boot one single-CPU QEMU; tests/conftest.py says which module
+# runs in which lane, and why).
+PYTEST_LANES := -n 2 --dist loadgroup
 test: setup sources kernel toolchain
-	$(PYTHON) -m pytest --durations=25 -m "not distro" tests
+	$(PYTHON) -m pytest --durations=25 $(PYTEST_LANES) -m "not distro" tests
 
 test-full: setup sources kernel toolchain
-	$(PYTHON) -m pytest --durations=25 tests
+	$(PYTHON) -m pytest --durations=25 $(PYTEST_LANES) tests
 
 test-distro: setup sources kernel toolchain
-	$(PYTHON) -m pytest --durations=25 -m distro tests
+	$(PYTHON) -m pytest --durations=25 $(PYTEST_LANES) -m distro tests
 
 # Unit tests only (flake8, mypy and the layering test included): no kernel
 # build, no QEMU.
@@ -70,4 +74,4 @@ toolchain:
 	$(UKL) toolchain build
 
 clean:
-	rm -rf build/images build/apps build/logs
+	rm -rf build/images build/images-* build/apps build/logs

@@ -22,6 +22,13 @@ sys.path.insert(0, str(REPO))
 # checks assume, and none pays for `ukl run --accel auto`'s KVM probe: the
 # tests of the probe ask for it with --accel auto.
 os.environ["UKL_ACCEL"] = "tcg"
+# `make test` runs the suite in two pytest-xdist workers (LANES below).
+# Each keeps its images in a directory of its own: a module's images are
+# removed when it ends (images_removed_after_module), which must not
+# take the other worker's.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if WORKER:
+    os.environ["UKL_IMAGES_DIR"] = str(REPO / "build" / f"images-{WORKER}")
 
 from ukl.kbuild.flavour import named as _named_flavours  # noqa: E402
 
@@ -37,6 +44,13 @@ def ukl(*args: str, timeout: float = 900,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=timeout, cwd=REPO,
                           env={**os.environ, **env} if env else None)
+
+
+def image_dir(name: str) -> Path:
+    """Image NAME's directory (build/images/NAME, or the test worker's
+    own images directory: see UKL_IMAGES_DIR below)."""
+    from ukl.common import paths
+    return paths.images_dir() / name
 
 
 # Images built by session fixtures: several modules boot them, so they stay
@@ -114,16 +128,34 @@ def register_kernel_fixtures(namespace: dict[str, object], names: list[str]) -> 
 register_kernel_fixtures(globals(), flavour_names())
 
 
+# The two lanes `make test` runs side by side (pytest-xdist, --dist
+# loadgroup: each lane is one group, run in order by one worker). A lane's
+# modules may share image names, host ports and gdb's port with each other
+# but not with the other lane's. "apps": the Debian application builds
+# and what boots them (Redis is built by test_redis and test_bench_apps,
+# and both forward host port 16379), and the tests that boot nothing.
+# "boot": every other module that boots a kernel (they share the suite
+# images, bench-ukl and the gdb port).
+APPS_LANE = ("tests/apps/", "tests/bench/test_bench_apps.py", "tests/unit/",
+             "tests/series/", "tests/toolchain/", "tests/host/")
+
+
+def lane(nodeid: str) -> str:
+    return "apps" if nodeid.startswith(APPS_LANE) else "boot"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `distro` every test that boots a distribution-like flavour
     (`*-distro`, `ukl-distro+...`): one in a module named for them, one
     whose fixtures build one, or one parametrised with one (by kernel or
     image name). `make test` leaves them out: a first build of those
-    configurations is most of what they cost; `make test-full` runs them."""
+    configurations is most of what they cost; `make test-full` runs them.
+    Every test goes into its lane (xdist_group)."""
     for item in items:
         fixtures = getattr(item, "fixturenames", [])
         if "distro" in item.nodeid or any("distro" in name for name in fixtures):
             item.add_marker(pytest.mark.distro)
+        item.add_marker(pytest.mark.xdist_group(lane(item.nodeid)))
 
 
 @pytest.fixture(scope="session")
@@ -158,9 +190,14 @@ def kernel_log_is_clean(request: pytest.FixtureRequest) -> object:
     consoles += sorted(instances.root().glob(f"*/{instances.CONSOLE}"))
     found = []
     for log in consoles:
-        if log.stat().st_mtime >= start:
-            found += [f"{log}: {line}"
-                      for line in complaints.find(log.read_text(errors="replace"))]
+        try:
+            if log.stat().st_mtime >= start:
+                found += [f"{log}: {line}"
+                          for line in complaints.find(log.read_text(errors="replace"))]
+        except FileNotFoundError:
+            # Removed since the listing: a bench run rewrites its log,
+            # `ukl rm` takes an instance's.
+            continue
     if found:
         pytest.fail("the kernel complained during this test:\n" + "\n".join(found[:20]),
                     pytrace=False)

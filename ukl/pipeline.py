@@ -27,7 +27,8 @@ def image_from_program(name: str, flavour: Flavour, spec: InitramfsSpec,
                        build_as: str | None = None) -> image.Image:
     """An image of an existing static program (spec.program; none: a
     shell) on `flavour`'s kernel, as an ordinary process."""
-    return image.create(name, kbuild.build(flavour, build_as=build_as), flavour.name, spec)
+    vmlinux = kbuild.build(flavour, build_as=build_as, snapshot=image.kernel_path(name))
+    return image.create(name, vmlinux, flavour.name, spec)
 
 
 def build_image(name: str, flavour: Flavour, sources: list[Path], spec: InitramfsSpec,
@@ -105,6 +106,7 @@ def _ukl_image(name: str, flavour: Flavour, app: Path, spec: InitramfsSpec,
                build_as: str | None) -> image.Image:
     """Link the application object into the flavour's kernel; the image's
     init execs the path that starts it."""
-    vmlinux = kbuild.build(flavour, ukl_app=app, build_as=build_as)
+    vmlinux = kbuild.build(flavour, ukl_app=app, build_as=build_as,
+                           snapshot=image.kernel_path(name))
     spec.ukl_exec = flavour.exec_name
     return image.create(name, vmlinux, flavour.name, spec, mode="ukl")

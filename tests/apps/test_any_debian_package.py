@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import REPO, fixture_name, ukl
+from tests.conftest import REPO, fixture_name, image_dir, ukl
 
 pytestmark = pytest.mark.boot
 
@@ -16,7 +16,7 @@ def test_package_without_recipe_builds_and_runs(kernel: str, mode: str, request)
     name = f"t-deb-hello-{kernel}"
     res = ukl("build", "--debian", "hello", "-o", name, "--kernel", kernel, timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert f'"mode": "{mode}"' in (REPO / "build" / "images" / name / "image.json").read_text()
+    assert f'"mode": "{mode}"' in (image_dir(name) / "image.json").read_text()
     run = ukl("run", name, "--timeout", "120", "--", "--greeting=hello from the kernel")
     assert "hello from the kernel" in run.stdout, run.stdout + run.stderr
     assert run.returncode == 0, run.stdout + run.stderr

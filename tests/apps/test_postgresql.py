@@ -20,7 +20,7 @@ import psycopg2  # `ukl setup` installs it (ukl/host/pymodules.py)
 import pytest
 
 from tests.apps import guest
-from tests.conftest import REPO
+from tests.conftest import image_dir
 
 pytestmark = pytest.mark.boot
 HOST_PORT = 15432
@@ -56,7 +56,7 @@ def _scalar(conn: Any, sql: str, *args: object) -> Any:
 
 
 def test_server_is_linked_into_the_kernel(postgres_image: str) -> None:
-    image = REPO / "build" / "images" / postgres_image
+    image = image_dir(postgres_image)
     assert '"mode": "ukl"' in (image / "image.json").read_text()
     symbols = subprocess.run(["nm", str(image / "vmlinux")], capture_output=True, text=True,
                              check=True).stdout

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.apps import guest
-from tests.conftest import REPO, ukl
+from tests.conftest import image_dir, ukl
 
 pytestmark = pytest.mark.boot
 HOST_PORT = 16379
@@ -60,7 +60,7 @@ def _pong(conn: socket.socket) -> bool:
 
 
 def test_redis_image_links_redis_into_the_kernel(redis_image: str) -> None:
-    image = REPO / "build" / "images" / redis_image
+    image = image_dir(redis_image)
     assert '"mode": "ukl"' in (image / "image.json").read_text()
     symbols = subprocess.run(["nm", str(image / "vmlinux")], capture_output=True, text=True,
                              check=True).stdout

@@ -54,7 +54,7 @@ def _run(image: str, *qemu: str) -> str:
 def _symbols(image: str) -> dict[int, set[str]]:
     """Every name of each address in the image's vmlinux (thunk arrays
     share their first thunk's address)."""
-    vmlinux = paths.build_root() / "images" / image / "vmlinux"
+    vmlinux = paths.images_dir() / image / "vmlinux"
     nm = subprocess.run(["nm", str(vmlinux)], capture_output=True, text=True, check=True)
     table: dict[int, set[str]] = {}
     for line in nm.stdout.splitlines():
@@ -165,6 +165,6 @@ def test_cxx_exceptions_unwind_through_the_kernels_thunks(ukl_distro_kernel: Pat
     out = res.stdout + res.stderr
     assert "ok exception" in out and "cxx_suite: all passed" in out, out
     assert res.returncode == 0, out
-    vmlinux = paths.build_root() / "images" / image / "vmlinux"
+    vmlinux = paths.images_dir() / image / "vmlinux"
     nm = subprocess.run(["nm", str(vmlinux)], capture_output=True, text=True, check=True).stdout
     assert "__x86_return_thunk_rcx" not in nm

@@ -4,6 +4,7 @@ libdeps.py, rules.py) and the catalog's entries and verdicts
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -423,3 +424,36 @@ def test_a_failed_build_is_tried_again_without_the_packages_needing_what_was_lef
         debbuild.build_with_retries("dnsmasq", False, features.Off(), build,
                                     lambda: calls.append("fresh"), lambda: [])
     assert calls == ["build skip="]
+
+
+NETTLE_PC = """libdir=/deps/usr/lib
+Name: Nettle
+Description: low-level cryptographic library
+Version: 3.8.1
+Libs: -L${libdir} -lnettle
+"""
+HOGWEED_PC = """libdir=/deps/usr/lib
+Name: Hogweed
+Description: public-key algorithms
+Version: 3.8.1
+Requires.private: nettle
+Libs: -L${libdir} -lhogweed
+Libs.private: -lgmp
+"""
+
+
+def test_pkg_config_answers_for_a_static_link(tmp_path: Path) -> None:
+    # dnsmasq asks for `nettle hogweed`: for a shared link that is
+    # -lnettle -lhogweed, which a static link cannot resolve (hogweed
+    # uses nettle's sha3 and gmp).
+    pc = tmp_path / "pc"
+    pc.mkdir()
+    (pc / "nettle.pc").write_text(NETTLE_PC)
+    (pc / "hogweed.pc").write_text(HOGWEED_PC)
+    shims = rules.compiler_shims(tmp_path / "compilers", "/x/ukl-cc", "/x/ukl-c++")
+    for name in ("pkg-config", "x86_64-linux-gnu-pkg-config"):
+        out = subprocess.run([str(shims / name), "--libs", "nettle", "hogweed"],
+                             env={"PKG_CONFIG_LIBDIR": str(pc), "PATH": os.defpath},
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert "-lgmp" in out, out
+        assert out.index("-lhogweed") < len(out) - 1 - out[::-1].index("-lnettle"), out

@@ -4,6 +4,7 @@ flags change, written aside and renamed so a running copy is never
 truncated."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ukl.common import stamp
@@ -19,7 +20,8 @@ def compiled(source: Path, out: Path, flags: list[str], what: str,
     if out.is_file() and stamp.current(done, state):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
+    # Two commands may build it at once: each writes its own file.
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     run_quiet(["gcc", *flags, "-o", tmp, source], what=what)
     tmp.replace(out)
     stamp.record(done, state)

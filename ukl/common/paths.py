@@ -22,7 +22,10 @@ def kernel_builds_dir() -> Path:
 
 
 def images_dir() -> Path:
-    return build_root() / "images"
+    """Where images live (build/images); UKL_IMAGES_DIR overrides (each of
+    the test suite's workers keeps its images apart)."""
+    override = os.environ.get("UKL_IMAGES_DIR")
+    return Path(override).resolve() if override else build_root() / "images"
 
 
 def logs_dir() -> Path:

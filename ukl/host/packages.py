@@ -114,6 +114,11 @@ def missing(packages: list[Package]) -> list[Package]:
     return [p for p in packages if p.name not in have]
 
 
+# Another apt-get (a second ukl command's build dependencies, the
+# machine's own updates) holds dpkg's lock: wait for it rather than fail.
+WAIT_FOR_DPKG = ("-o", "DPkg::Lock::Timeout=900")
+
+
 def ensure(packages: list[Package] = ALL) -> None:
     """Install whatever is missing, or explain exactly what to install."""
     if shutil.which("dpkg-query") is None:
@@ -131,8 +136,8 @@ def ensure(packages: list[Package] = ALL) -> None:
         )
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     # A fresh machine may have empty package lists; refresh them first.
-    _apt(["apt-get", "update"], env, "apt-get update")
-    _apt(["apt-get", "install", "-y", "--no-install-recommends", *names], env,
+    _apt(["apt-get", *WAIT_FOR_DPKG, "update"], env, "apt-get update")
+    _apt(["apt-get", *WAIT_FOR_DPKG, "install", "-y", "--no-install-recommends", *names], env,
          "apt-get install")
     still = missing(todo)
     if still:

@@ -47,14 +47,24 @@ def valid_name(name: str) -> bool:
     return bool(name) and all(c.isalnum() or c in "-_." for c in name) and name[0] != "."
 
 
-def create(name: str, vmlinux: Path, flavour: str, spec: initramfs.InitramfsSpec,
-           mode: str = "process") -> Image:
+def kernel_path(name: str) -> Path:
+    """Where image `name` keeps its kernel: a kernel build copies its
+    vmlinux straight there (ukl.kbuild.build's `snapshot`)."""
     if not valid_name(name):
         raise UsageError(f"bad image name {name!r}: use letters, digits, '-', '_' and '.'")
-    out = paths.images_dir() / name
+    return paths.images_dir() / name / KERNEL_FILE
+
+
+def create(name: str, vmlinux: Path, flavour: str, spec: initramfs.InitramfsSpec,
+           mode: str = "process") -> Image:
+    """Image `name`: `vmlinux` (copied in, unless it is kernel_path(name)
+    already) and an initramfs made from `spec`."""
+    kernel = kernel_path(name)
+    out = kernel.parent
     out.mkdir(parents=True, exist_ok=True)
     initramfs.write(spec, out / INITRAMFS_FILE)
-    shutil.copyfile(vmlinux, out / KERNEL_FILE)
+    if vmlinux.resolve() != kernel.resolve():
+        shutil.copyfile(vmlinux, kernel)
     meta = ImageMeta(name=name, kernel_flavour=flavour, mode=mode,
                      program=spec.program_guest_path())
     (out / META_FILE).write_text(json.dumps(asdict(meta), indent=2) + "\n")

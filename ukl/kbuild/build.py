@@ -7,6 +7,7 @@ each rebuilds only what changed.
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -82,7 +83,8 @@ def _seed_first_build(flavour: Flavour, out: Path) -> None:
     seed.seed(out, source)
 
 
-def build(flavour: Flavour, ukl_app: Path | None = None, build_as: str | None = None) -> Path:
+def build(flavour: Flavour, ukl_app: Path | None = None, build_as: str | None = None,
+          snapshot: Path | None = None) -> Path:
     """Build vmlinux for a flavour (incrementally) and return its path.
 
     With `ukl_app` (a UKL flavour only), the application object is linked
@@ -94,6 +96,12 @@ def build(flavour: Flavour, ukl_app: Path | None = None, build_as: str | None = 
     objects whose options changed (Kbuild tracks each object's CONFIG_
     dependencies), where a fresh directory per flavour compiles everything.
     The returned vmlinux is then only valid until the next build there.
+
+    `snapshot`: a path the new vmlinux is copied to before the output
+    directory's lock is let go, and which is returned. The output
+    directory's vmlinux is the next build's to rewrite (another image's
+    application link, or a build without one): an image copied from it
+    after the lock could carry another application, or half a kernel.
     """
     if ukl_app is not None and not flavour.is_ukl:
         raise UklError(f"kernel flavour {flavour.name} has CONFIG_UNIKERNEL_LINUX off; "
@@ -121,7 +129,13 @@ def build(flavour: Flavour, ukl_app: Path | None = None, build_as: str | None = 
             raise UklError(f"kernel {flavour.name}: objtool warned {len(warned)} time(s), "
                            f"first: {warned[0]}; the objects are removed so the next build "
                            f"checks them again; full log: {log_path}")
-    vmlinux = out / "vmlinux"
-    if not vmlinux.is_file():
-        raise UklError(f"kernel build finished but {vmlinux} is missing")
-    return vmlinux
+        vmlinux = out / "vmlinux"
+        if not vmlinux.is_file():
+            raise UklError(f"kernel build finished but {vmlinux} is missing")
+        if snapshot is None:
+            return vmlinux
+        snapshot.parent.mkdir(parents=True, exist_ok=True)
+        partial = snapshot.with_name(snapshot.name + ".partial")
+        shutil.copyfile(vmlinux, partial)
+        partial.replace(snapshot)
+        return snapshot

@@ -11,7 +11,6 @@ has relied on it for its 96 combinations.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
@@ -20,6 +19,7 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ukl.common import locks
 from ukl.common.errors import UklError
 from ukl.kbuild import kconfig
 
@@ -33,8 +33,7 @@ _NOT_COPIED = {LOCK_NAME, ".ukl-steps"}
 def locked(out: Path, shared: bool = False) -> Iterator[None]:
     """Hold output directory `out`'s lock: exclusive for a build there
     (the app link rewrites vmlinux), shared for a reader."""
-    with (out / LOCK_NAME).open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    with locks.held(out / LOCK_NAME, shared):
         yield
 
 

@@ -171,7 +171,8 @@ def install(names: list[str], why: str) -> None:
         raise UklError(f"{why} needs these Debian packages on this machine: "
                        f"{' '.join(missing)}; as root: apt-get install {' '.join(missing)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    run_logged(["apt-get", "install", "-y", "--no-install-recommends", *missing],
+    run_logged(["apt-get", *packages.WAIT_FOR_DPKG, "install", "-y", "--no-install-recommends",
+                *missing],
                label=f"apt-get install ({len(missing)} packages for {why})", env=env,
                log_path=paths.logs_dir() / "apt-install.log", append=True)
 

@@ -27,7 +27,6 @@ stopped.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import os
 import shutil
 import sys
@@ -37,9 +36,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ukl.app import unikernel
-from ukl.app.debian import archive, control, features, libdeps, recipe, rules
+from ukl.app.debian import archive, control, features, libdeps, recipe, required, rules
 from ukl.app.debian import source as debsrc
-from ukl.common import paths, stamp
+from ukl.common import locks, paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
 from ukl.common.errors import UklError
 from ukl.common.proc import run_logged
@@ -193,7 +192,7 @@ def _system(rec: recipe.Recipe, source: Path) -> str:
 
 # (source package, ukl, library, left out) -> its build, for this process:
 # a library several packages need is looked at once.
-_BUILT: dict[tuple[str, bool, bool, frozenset[str]], Built] = {}
+_BUILT: dict[tuple[str, bool, bool, frozenset[str], frozenset[str]], Built] = {}
 # (source package, left out) -> why its library build failed, for this
 # process: a catalog run does not build OpenSSL again for every package
 # that wants it.
@@ -208,6 +207,18 @@ class LeftOut:
     name: str
     source: str | None
     why: str
+    # Left out only because the package's own library or program does
+    # not link it (it may still be built if the build requires it).
+    unlinked: bool = False
+
+
+class _Requires(Exception):
+    """A build failed for want of libraries left out as not linked."""
+
+    def __init__(self, sources: list[str], error: UklError) -> None:
+        super().__init__(error.message)
+        self.sources = sources
+        self.error = error
 
 
 def _library_deps(ctl: control.Control, chain: tuple[str, ...],
@@ -243,7 +254,7 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
             continue
         if linked is not None and src not in linked:
             without.append(LeftOut(dep.name, src, f"Debian's {ctl.source} does not link it "
-                                   "(its other programs or plugins do)"))
+                                   "(its other programs or plugins do)", unlinked=True))
             continue
         reason = libdeps.NOT_FOR_UKL.get(src)
         if reason:
@@ -276,17 +287,40 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
 def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
                   chain: tuple[str, ...], library: bool, linked_as: str | None,
                   leave_out: frozenset[str]) -> Built:
+    """Debian's build of the package; if it fails requiring libraries left
+    out as not linked (dbus's configure checks for expat, which only its
+    daemon uses), once more with them built too (ukl.app.debian.required)."""
+    also: frozenset[str] = frozenset()
+    while True:
+        try:
+            return _debian_build_once(rec, source, ukl, binary, chain, library, linked_as,
+                                      leave_out, also)
+        except _Requires as r:
+            if also.issuperset(r.sources):
+                raise r.error from None
+            print(f"ukl: {rec.package}: its build requires {', '.join(r.sources)}, which it "
+                  "does not link; building that too", file=sys.stderr)
+            also |= frozenset(r.sources)
+
+
+def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
+                       chain: tuple[str, ...], library: bool, linked_as: str | None,
+                       leave_out: frozenset[str], also: frozenset[str]) -> Built:
+    """Debian's build of the package, with the sources in `also` built as
+    library dependencies whether or not the package links them."""
     ctl = control.read(source, library=library)
     why = libdeps.unsuitable(ctl)
     if why:
         raise UklError(f"{ctl.source} cannot be built as a UKL program: {why}")
-    key = (ctl.source, ukl, library, leave_out)
+    key = (ctl.source, ukl, library, leave_out, also)
     if key in _BUILT and not binary:
         return _BUILT[key]
     # The binary package that ships the program (None for a library).
     shipped_in = None if library else archive.shipping(ctl.binaries,
                                                        _program_names(ctl, rec, binary))
     linked = _links(ctl, library, linked_as, shipped_in) if ukl else None
+    if linked is not None:
+        linked |= also
     deps, left_out, kept = (_library_deps(ctl, (*chain, ctl.source), linked, leave_out) if ukl
                             else ([], [], []))
     # Debian's rules may force on what was left out: its configure switches
@@ -324,12 +358,20 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
                     lambda: _fresh_tree(rec, source, work, tree, log, ukl, state),
                     lambda: _skippable(ctl, left_out, shipped_in or linked_as))
             except UklError as e:
+                err = e
                 if without:
                     # What was left out is often why (a configure option
                     # Debian's rules force on).
-                    raise UklError(f"{e.message} (built without {'; '.join(without)})",
-                                   detail=e.detail) from e
-                raise
+                    err = UklError(f"{e.message} (built without {'; '.join(without)})",
+                                   detail=e.detail)
+                needed = required.required(
+                    f"{e.message}\n{log.read_text(errors='replace') if log.is_file() else ''}",
+                    [(d.name, d.source) for d in left_out if d.unlinked])
+                if needed:
+                    raise _Requires(needed, err) from e
+                if err is e:
+                    raise
+                raise err from e
             if ukl:
                 # Any package's libraries may serve another (lz4 is a program
                 # and zstd's library dependency): installed whatever it was
@@ -469,8 +511,7 @@ def _staged_programs(rec: recipe.Recipe, ctl: control.Control, tree: Path,
 def _locked(work: Path) -> Iterator[None]:
     """One build of a package and mode at a time (two `ukl` commands, or a
     catalog run beside the tests, may want the same library)."""
-    with (work / ".ukl-lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locks.held(work / ".ukl-lock"):
         yield
 
 
@@ -513,15 +554,17 @@ def build(package: str, ukl: bool, binary: str | None = None,
     tree, prefix = work / "tree", work / "prefix"
     built_stamp = work / BUILT_STAMP
     state = _state(rec, cc, deps)
-    if not stamp.current(built_stamp, state):
-        for d in (tree, prefix):
-            if d.exists():
-                shutil.rmtree(d)
-        shutil.copytree(source, tree, symlinks=True)
-        _log(rec, ukl).unlink(missing_ok=True)
-        _apply_patches(rec, tree, ukl)
-        _run_build(rec, tree, prefix, ukl, cc, cxx, deps)
-        stamp.record(built_stamp, state)
+    work.mkdir(parents=True, exist_ok=True)
+    with _locked(work):
+        if not stamp.current(built_stamp, state):
+            for d in (tree, prefix):
+                if d.exists():
+                    shutil.rmtree(d)
+            shutil.copytree(source, tree, symlinks=True)
+            _log(rec, ukl).unlink(missing_ok=True)
+            _apply_patches(rec, tree, ukl)
+            _run_build(rec, tree, prefix, ukl, cc, cxx, deps)
+            stamp.record(built_stamp, state)
     program = None if rec.library else _find_program(tree, binary or rec.program, package)
     tools = [tree / t for t in rec.tools]
     missing = [t for t in tools if not t.is_file()]

@@ -17,7 +17,10 @@ only the compiler changes:
     searches them), pkg-config sees only their .pc files, a -shared link
     makes a stand-in (ukl.toolchain.driver), and symbols files are not
     checked against the stand-ins; the compiler names rules call directly
-    (x86_64-linux-gnu-gcc) run ukl-cc too; a config.site turns static libraries
+    (x86_64-linux-gnu-gcc) run ukl-cc too; pkg-config answers as for a
+    static link (--static: a library's Libs.private and Requires.private,
+    which put libhogweed before the libnettle it uses, and add libgmp);
+    a config.site turns static libraries
     on, which Debian turns off for some (oniguruma, jq's own libjq), and
     debian/not-installed tells dh_missing about them; it also turns off
     the features whose libraries could not be built (ukl.app.debian.features).
@@ -47,7 +50,7 @@ from ukl.toolchain.driver import COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, SHARED_ST
 # Part of every Debian build's state (ukl.app.debian.build): raise it when
 # how Debian's build is run changes what it makes, so builds made the old
 # way are redone.
-ENVIRONMENT_VERSION = 5
+ENVIRONMENT_VERSION = 6
 CONFIG_SITE = """\
 # Written by ukl build --debian (ukl/app/debian/rules.py) for UKL builds.
 # Static libraries on: a UKL program links static archives only, and
@@ -58,6 +61,9 @@ enable_static=yes
 """
 _CC_NAMES = ("cc", "gcc", "gcc-12", f"{layout.MULTIARCH}-gcc", f"{layout.MULTIARCH}-gcc-12")
 _CXX_NAMES = ("c++", "g++", "g++-12", f"{layout.MULTIARCH}-g++", f"{layout.MULTIARCH}-g++-12")
+# pkg-config by the names builds call it (dpkg's buildtools.mk sets
+# PKG_CONFIG to the triplet-prefixed one).
+_PKG_CONFIG_NAMES = ("pkg-config", f"{layout.MULTIARCH}-pkg-config")
 NOT_INSTALLED_MARK = "# ukl build --debian: the static libraries its config.site turns on"
 NOT_INSTALLED = ("usr/lib/*/*.a", "usr/lib/*.a")
 # Where Debian's builds stage what they install, below the source tree.
@@ -118,7 +124,16 @@ def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False) -> Path
         dh_install.chmod(0o755)
     else:
         dh_install.unlink(missing_ok=True)
-    for names, target in ((_CC_NAMES, cc), (_CXX_NAMES, cxx)):
+    targets: list[tuple[tuple[str, ...], str]] = [(_CC_NAMES, cc), (_CXX_NAMES, cxx)]
+    # A UKL program links only static archives: a library's pkg-config
+    # flags are the ones for a static link.
+    pkg_config = shutil.which("pkg-config")
+    if pkg_config:
+        targets.append((_PKG_CONFIG_NAMES, f"{pkg_config} --static"))
+    else:
+        for name in _PKG_CONFIG_NAMES:
+            (d / name).unlink(missing_ok=True)
+    for names, target in targets:
         for name in names:
             shim = d / name
             shim.write_text(f'#!/bin/sh\nexec {target} "$@"\n')

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from ukl.common import paths
+from ukl.common import locks, paths
 from ukl.common.errors import UklError, UsageError
 from ukl.common.proc import log_since, log_size, run_logged
 
@@ -95,7 +95,17 @@ def fetch(package: str) -> Path:
     tree = top / "src"
     if (tree / "debian" / "changelog").is_file():
         return tree
-    _update_lists()
+    # Two commands fetching at once: the second finds the first's tree.
+    with locks.held(top / ".ukl-fetch-lock"):
+        if (tree / "debian" / "changelog").is_file():
+            return tree
+        with locks.held(_apt_dir() / ".ukl-lock"):
+            _update_lists()
+        return _download(package, top, tree)
+
+
+def _download(package: str, top: Path, tree: Path) -> Path:
+    """apt-get source into top/download, unpacked as `tree`."""
     download = top / "download"
     log = paths.logs_dir() / f"apt-source-{package}.log"
     # The newest version first; if the archive cannot serve its files (a
