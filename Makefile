@@ -26,9 +26,9 @@ run: setup
 
 # The distribution-like flavours (*-distro, built on demand) are most of a
 # first build's time: their tests, marked `distro`, are test-full's.
-# Two pytest-xdist workers run the suite's two lanes side by side (most
-# tests boot one single-CPU QEMU; tests/conftest.py says which module
-# runs in which lane, and why).
+# Two pytest-xdist workers run the suite's modules two at a time (most
+# tests boot one single-CPU QEMU); modules that share an image name or a
+# host port run in one worker (tests/conftest.py, SHARING).
 PYTEST_LANES := -n 2 --dist loadgroup
 test: setup sources kernel toolchain
 	$(PYTHON) -m pytest --durations=25 $(PYTEST_LANES) -m "not distro" tests

@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 # checks assume, and none pays for `ukl run --accel auto`'s KVM probe: the
 # tests of the probe ask for it with --accel auto.
 os.environ["UKL_ACCEL"] = "tcg"
-# `make test` runs the suite in two pytest-xdist workers (LANES below).
+# `make test` runs the suite in two pytest-xdist workers (SHARING below).
 # Each keeps its images in a directory of its own: a module's images are
 # removed when it ends (images_removed_after_module), which must not
 # take the other worker's.
@@ -128,20 +128,31 @@ def register_kernel_fixtures(namespace: dict[str, object], names: list[str]) -> 
 register_kernel_fixtures(globals(), flavour_names())
 
 
-# The two lanes `make test` runs side by side (pytest-xdist, --dist
-# loadgroup: each lane is one group, run in order by one worker). A lane's
-# modules may share image names, host ports and gdb's port with each other
-# but not with the other lane's. "apps": the Debian application builds
-# and what boots them (Redis is built by test_redis and test_bench_apps,
-# and both forward host port 16379), and the tests that boot nothing.
-# "boot": every other module that boots a kernel (they share the suite
-# images, bench-ukl and the gdb port).
-APPS_LANE = ("tests/apps/", "tests/bench/test_bench_apps.py", "tests/unit/",
-             "tests/series/", "tests/toolchain/", "tests/host/")
+# `make test` runs two pytest-xdist workers with --dist loadgroup: a
+# group of tests runs wholly in one worker, and the two workers run two
+# groups at a time. Each module is a group, but modules that share what
+# two cannot use at once (an image name, a host port, gdb's port 1234)
+# are one group together, which runs them one after the other.
+SHARING = {
+    # Debian's application builds and the tests that boot them: test_redis
+    # and test_bench_apps both build Redis and forward host port 16379.
+    "apps": ("tests/apps/", "tests/bench/test_bench_apps.py"),
+    # The base-model suite images (t-ukl-suite, t-stock-suite) and gdb's port.
+    "suite": ("tests/boot/test_ukl_boot.py", "tests/boot/test_ukl_stacks.py",
+              "tests/boot/test_ukl_fork.py", "tests/boot/test_stock_boot.py"),
+    # `ukl bench`'s images (bench-ukl, bench-ukl-byp) and its logs.
+    "bench": ("tests/bench/test_bench.py", "tests/boot/test_ukl_ret.py",
+              "tests/boot/test_ukl_byp.py", "tests/boot/test_ukl_shortcuts.py"),
+}
 
 
-def lane(nodeid: str) -> str:
-    return "apps" if nodeid.startswith(APPS_LANE) else "boot"
+def group(nodeid: str) -> str:
+    """The xdist group of a test: its sharing group's name, or its module."""
+    module = nodeid.split("::", 1)[0]
+    for name, modules in SHARING.items():
+        if module.startswith(modules):
+            return name
+    return module
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -150,12 +161,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     whose fixtures build one, or one parametrised with one (by kernel or
     image name). `make test` leaves them out: a first build of those
     configurations is most of what they cost; `make test-full` runs them.
-    Every test goes into its lane (xdist_group)."""
+    Every test goes into its group (xdist_group: SHARING)."""
     for item in items:
         fixtures = getattr(item, "fixturenames", [])
         if "distro" in item.nodeid or any("distro" in name for name in fixtures):
             item.add_marker(pytest.mark.distro)
-        item.add_marker(pytest.mark.xdist_group(lane(item.nodeid)))
+        item.add_marker(pytest.mark.xdist_group(group(item.nodeid)))
 
 
 @pytest.fixture(scope="session")

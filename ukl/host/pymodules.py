@@ -36,7 +36,7 @@ class Module:
 MODULES = (
     Module("pytest", "python3-pytest", "pytest", "runs the test suite (make test)"),
     Module("xdist", "python3-pytest-xdist", "pytest-xdist",
-           "make test runs its two lanes of tests side by side"),
+           "make test runs its tests two at a time"),
     Module("matplotlib", "python3-matplotlib", "matplotlib",
            "`ukl bench` draws its figures (PNG)"),
     Module("psycopg2", "python3-psycopg2", "psycopg2-binary",
