@@ -27,7 +27,7 @@ def image_from_program(name: str, flavour: Flavour, spec: InitramfsSpec,
                        build_as: str | None = None) -> image.Image:
     """An image of an existing static program (spec.program; none: a
     shell) on `flavour`'s kernel, as an ordinary process."""
-    vmlinux = kbuild.build(flavour, build_as=build_as, snapshot=image.kernel_path(name))
+    vmlinux = kbuild.build(flavour, build_as=build_as, snapshot=image.staged_kernel(name))
     return image.create(name, vmlinux, flavour.name, spec)
 
 
@@ -107,6 +107,6 @@ def _ukl_image(name: str, flavour: Flavour, app: Path, spec: InitramfsSpec,
     """Link the application object into the flavour's kernel; the image's
     init execs the path that starts it."""
     vmlinux = kbuild.build(flavour, ukl_app=app, build_as=build_as,
-                           snapshot=image.kernel_path(name))
+                           snapshot=image.staged_kernel(name))
     spec.ukl_exec = flavour.exec_name
     return image.create(name, vmlinux, flavour.name, spec, mode="ukl")

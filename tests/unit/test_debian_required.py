@@ -19,24 +19,38 @@ Consider adjusting the PKG_CONFIG_PATH environment variable if you
 """
 
 
-def test_modules_named_by_autoconf_and_meson() -> None:
+def test_modules_named_by_autoconf_and_meson_failures() -> None:
     assert modules_named(DBUS_CONFIGURE) == ["expat"]
     assert modules_named("configure: error: Package requirements (glib-2.0 >= 2.40, "
                          "gio-unix-2.0 >= 2.40) were not met:") == ["glib-2.0", "gio-unix-2.0"]
     assert modules_named('meson.build:12:0: ERROR: Dependency "libsystemd" not found, '
                          "tried pkgconfig") == ["libsystemd"]
-    assert modules_named("Run-time dependency zlib found: NO (tried pkgconfig)") == ["zlib"]
+    # An optional dependency's check is no failure.
+    assert modules_named("Run-time dependency zlib found: NO (tried pkgconfig)") == []
     assert modules_named("undefined reference to `XML_ParserCreate'") == []
 
 
-def test_required_matches_the_left_out_library_by_its_names() -> None:
+# The .pc files of a few -dev packages, as their .debs ship them.
+SHIPPED = {"libexpat1-dev": {"expat"}, "libglib2.0-dev": {"glib-2.0", "gio-2.0", "gio-unix-2.0"},
+           "libpcre2-dev": {"libpcre2-8", "libpcre2-posix"}, "libpcre3-dev": {"libpcre"},
+           "libssl-dev": {"openssl", "libssl", "libcrypto"}}
+
+
+def test_required_matches_the_library_that_ships_the_module() -> None:
     left = [("libexpat1-dev", "expat"), ("libglib2.0-dev", "glib2.0"),
-            ("zlib1g-dev", "zlib"), ("libx11-dev", "libx11")]
-    assert required(DBUS_CONFIGURE, left) == ["expat"]
-    assert required("Package requirements (glib-2.0 >= 2.40) were not met", left) == ["glib2.0"]
-    assert required("No package 'zlib' found", left) == ["zlib"]
-    # A module no left-out library goes by: nothing to build.
-    assert required("No package 'libsystemd' found", left) == []
+            ("libpcre2-dev", "pcre2"), ("libssl-dev", "openssl")]
+
+    def modules_of(dep: str) -> set[str]:
+        return SHIPPED.get(dep, set())
+
+    assert required(DBUS_CONFIGURE, left, modules_of) == ["expat"]
+    assert required("configure: error: Package requirements (gio-2.0 >= 2.40) were not met",
+                    left, modules_of) == ["glib2.0"]
+    assert required("configure: error: Package requirements (libcrypto) were not met",
+                    left, modules_of) == ["openssl"]
+    # libpcre (PCRE 1) is not PCRE2's; nothing else left out ships it.
+    assert required("configure: error: Package requirements (libpcre) were not met",
+                    left, modules_of) == []
 
 
 def test_a_build_requiring_an_unlinked_library_is_built_again_with_it(
@@ -44,9 +58,9 @@ def test_a_build_requiring_an_unlinked_library_is_built_again_with_it(
     calls: list[frozenset[str]] = []
     done = debbuild.Built("dbus", Path("t"), Path("p"), None, [])
 
-    def once(*args: object) -> debbuild.Built:
-        also = args[-1]
-        assert isinstance(also, frozenset)
+    def once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
+             chain: tuple[str, ...], library: bool, linked_as: str | None,
+             leave_out: frozenset[str], also: frozenset[str]) -> debbuild.Built:
         calls.append(also)
         if "expat" not in also:
             raise debbuild._Requires(["expat"], UklError("no expat"))
@@ -70,3 +84,20 @@ def test_a_build_failing_again_for_the_same_library_stops(
     with pytest.raises(UklError, match="still no expat"):
         debbuild._debian_build(recipe.Recipe(package="dbus"), Path("src"), True, None, (),
                                True, None, frozenset())
+
+
+def test_only_libraries_left_out_as_not_linked_are_built_for_the_requirement(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ukl.app.debian import required as required_module
+    monkeypatch.setattr(required_module, "shipped_modules",
+                        lambda dep: SHIPPED.get(dep, set()))
+    error = UklError("debian/rules dbus 1.14 (ukl) failed: configure: error: Package "
+                     "requirements (expat libcrypto) were not met:; full log: x")
+    left = [debbuild.LeftOut("libexpat1-dev", "expat", "not linked", unlinked=True),
+            debbuild.LeftOut("libssl-dev", "openssl", "its build failed")]
+    with pytest.raises(debbuild._Requires) as raised:
+        debbuild._check_requires(error, left, ["libssl-dev: its build failed"])
+    assert raised.value.sources == ["expat"]
+    assert raised.value.error.message.endswith("(built without libssl-dev: its build failed)")
+    # Nothing left out as not linked: the failure stands as it is.
+    debbuild._check_requires(error, left[1:], [])

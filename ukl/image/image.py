@@ -6,6 +6,7 @@ flavour never changes an image that was already made.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,24 +48,32 @@ def valid_name(name: str) -> bool:
     return bool(name) and all(c.isalnum() or c in "-_." for c in name) and name[0] != "."
 
 
-def kernel_path(name: str) -> Path:
-    """Where image `name` keeps its kernel: a kernel build copies its
-    vmlinux straight there (ukl.kbuild.build's `snapshot`)."""
+def staged_kernel(name: str) -> Path:
+    """Where a kernel build copies the vmlinux for image `name`
+    (ukl.kbuild.build's `snapshot`), this process's own file in the
+    image's directory: create() moves it in once the initramfs is
+    written, so a build that fails leaves the old image whole."""
     if not valid_name(name):
         raise UsageError(f"bad image name {name!r}: use letters, digits, '-', '_' and '.'")
-    return paths.images_dir() / name / KERNEL_FILE
+    return paths.images_dir() / name / f".{KERNEL_FILE}.{os.getpid()}"
 
 
 def create(name: str, vmlinux: Path, flavour: str, spec: initramfs.InitramfsSpec,
            mode: str = "process") -> Image:
-    """Image `name`: `vmlinux` (copied in, unless it is kernel_path(name)
-    already) and an initramfs made from `spec`."""
-    kernel = kernel_path(name)
-    out = kernel.parent
+    """Image `name`: `vmlinux` (moved in if it is staged_kernel(name),
+    else copied) and an initramfs made from `spec`."""
+    staged = staged_kernel(name)
+    out = staged.parent
     out.mkdir(parents=True, exist_ok=True)
-    initramfs.write(spec, out / INITRAMFS_FILE)
-    if vmlinux.resolve() != kernel.resolve():
-        shutil.copyfile(vmlinux, kernel)
+    try:
+        initramfs.write(spec, out / INITRAMFS_FILE)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+    if vmlinux == staged:
+        staged.replace(out / KERNEL_FILE)
+    else:
+        shutil.copyfile(vmlinux, out / KERNEL_FILE)
     meta = ImageMeta(name=name, kernel_flavour=flavour, mode=mode,
                      program=spec.program_guest_path())
     (out / META_FILE).write_text(json.dumps(asdict(meta), indent=2) + "\n")

@@ -135,7 +135,5 @@ def build(flavour: Flavour, ukl_app: Path | None = None, build_as: str | None = 
         if snapshot is None:
             return vmlinux
         snapshot.parent.mkdir(parents=True, exist_ok=True)
-        partial = snapshot.with_name(snapshot.name + ".partial")
-        shutil.copyfile(vmlinux, partial)
-        partial.replace(snapshot)
+        shutil.copyfile(vmlinux, snapshot)
         return snapshot

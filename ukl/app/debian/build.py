@@ -127,8 +127,10 @@ def _state(rec: recipe.Recipe, cc: str, deps: list[Built]) -> str:
     return stamp.digest(text)
 
 
-def _log(rec: recipe.Recipe, ukl: bool) -> Path:
-    return paths.logs_dir() / f"debian-{rec.package}-{_mode(ukl)}.log"
+def _log(rec: recipe.Recipe, ukl: bool, library: bool = False) -> Path:
+    """A build's log: a library build (for another package) has its own,
+    as it has its own tree."""
+    return paths.logs_dir() / f"debian-{rec.package}-{_mode(ukl)}{'-lib' if library else ''}.log"
 
 
 def _run_build(rec: recipe.Recipe, tree: Path, prefix: Path, ukl: bool,
@@ -289,7 +291,9 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
                   leave_out: frozenset[str]) -> Built:
     """Debian's build of the package; if it fails requiring libraries left
     out as not linked (dbus's configure checks for expat, which only its
-    daemon uses), once more with them built too (ukl.app.debian.required)."""
+    daemon uses), once more with them built too (ukl.app.debian.required).
+    What a build was found to require is remembered in its work
+    directory, and later builds start from it."""
     also: frozenset[str] = frozenset()
     while True:
         try:
@@ -312,6 +316,10 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     why = libdeps.unsuitable(ctl)
     if why:
         raise UklError(f"{ctl.source} cannot be built as a UKL program: {why}")
+    # A library's build differs from its program's (what it links, its
+    # lean profiles): each has its own tree, so neither undoes the other.
+    work = paths.build_root() / "debian" / ctl.source / (_mode(ukl) + ("-lib" if library else ""))
+    also |= _remembered_requires(work)
     key = (ctl.source, ukl, library, leave_out, also)
     if key in _BUILT and not binary:
         return _BUILT[key]
@@ -333,11 +341,8 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     what = f"{ctl.source} {ctl.version} ({_mode(ukl)})"
     rules.install_build_depends(source, f"building {ctl.source}", ctl.profiles)
     cc, cxx = _compilers(ukl, static=False)
-    # A library's build differs from its program's (what it links, its
-    # lean profiles): each has its own tree, so neither undoes the other.
-    work = paths.build_root() / "debian" / ctl.source / (_mode(ukl) + ("-lib" if library else ""))
     tree, prefix = work / "tree", work / "install"
-    log = _log(rec, ukl)
+    log = _log(rec, ukl, library)
     # How Debian's build is run (rules.py) is an input too.
     state = stamp.digest(_state(rec, cc, deps), ctl.version, repr(sysroots),
                          str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE, repr(off),
@@ -356,22 +361,16 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                     lambda again, how: rules.build(tree, ukl, cc, cxx, sysroots, log, what,
                                                    again, how, ctl.profiles),
                     lambda: _fresh_tree(rec, source, work, tree, log, ukl, state),
-                    lambda: _skippable(ctl, left_out, shipped_in or linked_as))
+                    lambda: _skippable(ctl, left_out, shipped_in or linked_as),
+                    lambda e: _check_requires(e, left_out, without))
             except UklError as e:
-                err = e
-                if without:
-                    # What was left out is often why (a configure option
-                    # Debian's rules force on).
-                    err = UklError(f"{e.message} (built without {'; '.join(without)})",
-                                   detail=e.detail)
-                needed = required.required(
-                    f"{e.message}\n{log.read_text(errors='replace') if log.is_file() else ''}",
-                    [(d.name, d.source) for d in left_out if d.unlinked])
-                if needed:
-                    raise _Requires(needed, err) from e
-                if err is e:
+                _check_requires(e, left_out, without)
+                wrapped = _with_without(e, without)
+                if wrapped is e:
                     raise
-                raise err from e
+                raise wrapped from e
+            if also:
+                _remember_requires(work, also)
             if ukl:
                 # Any package's libraries may serve another (lz4 is a program
                 # and zstd's library dependency): installed whatever it was
@@ -392,6 +391,35 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     return done
 
 
+def _with_without(e: UklError, without: list[str]) -> UklError:
+    """A failed build's error, naming what was left out: often why (a
+    configure option Debian's rules force on)."""
+    if not without:
+        return e
+    return UklError(f"{e.message} (built without {'; '.join(without)})", detail=e.detail)
+
+
+def _check_requires(e: UklError, left_out: list[LeftOut], without: list[str]) -> None:
+    """Raise _Requires if the failure says the build requires libraries
+    left out only because the package does not link them."""
+    needed = required.required(e.message, [(d.name, d.source) for d in left_out if d.unlinked])
+    if needed:
+        raise _Requires(needed, _with_without(e, without))
+
+
+_REQUIRES_FILE = ".ukl-requires"
+
+
+def _remembered_requires(work: Path) -> frozenset[str]:
+    """The libraries a package's build was found to require (dbus: expat)."""
+    f = work / _REQUIRES_FILE
+    return frozenset(f.read_text().split()) if f.is_file() else frozenset()
+
+
+def _remember_requires(work: Path, sources: frozenset[str]) -> None:
+    (work / _REQUIRES_FILE).write_text("\n".join(sorted(sources)) + "\n")
+
+
 def _skippable(ctl: control.Control, left_out: list[LeftOut], own: str | None) -> list[str]:
     """The binary packages a build may go without: those needing a
     left-out library, but the program's (or library's) own."""
@@ -404,14 +432,18 @@ def _skippable(ctl: control.Control, left_out: list[LeftOut], own: str | None) -
 
 def build_with_retries(what: str, resume: bool, off: features.Off,
                        build: Callable[[bool, features.Off], None], fresh: Callable[[], None],
-                       skippable: Callable[[], list[str]]) -> None:
+                       skippable: Callable[[], list[str]],
+                       check: Callable[[UklError], None] = lambda e: None) -> None:
     """build(resume, off), resumed or restarted (resume_or_restart); if it
     fails, once more from the start without the binary packages that need
     a left-out library (Debian's rules may build those anyway: dnsmasq's
-    Lua variant), if there are any."""
+    Lua variant), if there are any. `check(error)` sees the first failure
+    first, and may raise to stop there (a build that requires a library
+    it was built without gains nothing from going without more)."""
     try:
         resume_or_restart(resume, what, lambda again: build(again, off), fresh)
-    except UklError:
+    except UklError as e:
+        check(e)
         skip = skippable()
         if not skip:
             raise

@@ -5,27 +5,30 @@ packages link (ukl.app.debian.archive.link_sources): dbus's libdbus-1
 links no XML parser, so expat is left out. But dbus's configure checks
 for expat for the whole package (its daemon parses XML) and stops when
 pkg-config does not find it. Such a failure names the pkg-config module;
-if a library left out as "not linked" goes by that name, the build is run
-again with that library built too.
+if a library left out as "not linked" ships that module's .pc file, the
+build is run again with that library built too.
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import PurePosixPath
 
-# pkg-config's words as autoconf's PKG_CHECK_MODULES prints them, and meson's.
+from ukl.app.debian import archive
+
+# The failure lines (ukl.app.debian.rules.failure_reason) that say a
+# required pkg-config module is missing: autoconf's PKG_CHECK_MODULES
+# and meson's. Optional dependencies print neither.
 _MODULE_LISTS = (
-    re.compile(r"Package requirements \(([^)]*)\) were not met"),
-    re.compile(r"No package '([^']+)' found"),
-    re.compile(r"Dependency \"?([A-Za-z0-9_.+-]+)\"? not found"),
-    re.compile(r"[Dd]ependency ([A-Za-z0-9_.+-]+) found: NO"),
+    re.compile(r"configure: error: Package requirements \(([^)]*)\) were not met"),
+    re.compile(r"ERROR: Dependency \"([A-Za-z0-9_.+-]+)\" not found"),
 )
-# A version constraint after a module name, or a separator between modules.
+# A version constraint after a module name.
 _CONSTRAINT = re.compile(r"\s*[<>!=]=?\s*[\w.:~+-]+")
 
 
 def modules_named(failure: str) -> list[str]:
-    """The pkg-config modules a failed build says it could not find."""
+    """The pkg-config modules a failed build's line says it could not find."""
     names: list[str] = []
     for pattern in _MODULE_LISTS:
         for found in pattern.findall(failure):
@@ -35,22 +38,26 @@ def modules_named(failure: str) -> list[str]:
     return names
 
 
-def _key(name: str) -> str:
-    """A library's name reduced to its letters: expat, libexpat1-dev and
-    expat all give "expat"; glib-2.0 and libglib2.0-dev "glib"."""
-    name = name.lower().removesuffix("-dev")
-    name = name.removeprefix("lib") if len(name) > 3 else name
-    return re.sub(r"[^a-z]", "", re.sub(r"[-\d.]+$", "", name))
+def shipped_modules(package: str) -> set[str]:
+    """The pkg-config modules (.pc files) Debian's binary package ships."""
+    pkg = archive.show(package)
+    if pkg is None:
+        return set()
+    return {PurePosixPath(f).stem for f in archive.contents(pkg)
+            if f.endswith(".pc") and "/pkgconfig/" in f}
 
 
-def required(failure: str, left_out: Iterable[tuple[str, str | None]]) -> list[str]:
+def required(failure: str, left_out: Iterable[tuple[str, str | None]],
+             modules_of: Callable[[str], set[str]] | None = None) -> list[str]:
     """Of the left-out libraries, given as (build dependency, source
-    package), the sources of those the failure says the build requires."""
-    wanted = {_key(m) for m in modules_named(failure)}
+    package), the sources of those whose modules the failure says the
+    build requires. `modules_of`: a package's modules (shipped_modules)."""
+    wanted = set(modules_named(failure))
     out: list[str] = []
+    if not wanted:
+        return out
+    modules_of = modules_of or shipped_modules
     for dep, source in left_out:
-        if source is None or source in out:
-            continue
-        if _key(dep) in wanted or _key(source) in wanted:
+        if source is not None and source not in out and wanted & modules_of(dep):
             out.append(source)
     return out

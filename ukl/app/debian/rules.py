@@ -20,8 +20,8 @@ only the compiler changes:
     (x86_64-linux-gnu-gcc) run ukl-cc too; pkg-config answers as for a
     static link (--static: a library's Libs.private and Requires.private,
     which put libhogweed before the libnettle it uses, and add libgmp);
-    a config.site turns static libraries
-    on, which Debian turns off for some (oniguruma, jq's own libjq), and
+    a config.site turns static libraries on, which Debian turns off for
+    some (oniguruma, jq's own libjq), and
     debian/not-installed tells dh_missing about them; it also turns off
     the features whose libraries could not be built (ukl.app.debian.features).
 
@@ -40,7 +40,6 @@ from pathlib import Path
 
 from ukl.app.debian import archive, control, missing_files
 from ukl.app.debian.features import Off
-from ukl.common import paths
 from ukl.common.buildenv import build_env, jobs
 from ukl.common.errors import UklError
 from ukl.common.proc import log_since, log_size, run_logged, run_quiet
@@ -113,8 +112,9 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
 def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False) -> Path:
     """A directory of the compiler names Debian's rules call directly
     (zlib's and zstd's use x86_64-linux-gnu-gcc, not $CC), each running
-    ukl-cc or ukl-c++; it goes first in PATH. ukl-cc takes it out of PATH
-    for the compilers it runs itself. `missing_ok`: dh_install there too,
+    ukl-cc or ukl-c++, and of pkg-config's, running it with --static; it
+    goes first in PATH. ukl-cc takes it out of PATH for the compilers it
+    runs itself. `missing_ok`: dh_install there too,
     which does not install what the build did not make
     (ukl.app.debian.missing_files)."""
     d.mkdir(parents=True, exist_ok=True)
@@ -126,8 +126,12 @@ def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False) -> Path
         dh_install.unlink(missing_ok=True)
     targets: list[tuple[tuple[str, ...], str]] = [(_CC_NAMES, cc), (_CXX_NAMES, cxx)]
     # A UKL program links only static archives: a library's pkg-config
-    # flags are the ones for a static link.
-    pkg_config = shutil.which("pkg-config")
+    # flags are the ones for a static link. (A module whose
+    # Requires.private is missing then fails --libs too, as it already
+    # failed --cflags and --exists.) Never the shim itself.
+    path = os.pathsep.join(p for p in os.environ.get("PATH", os.defpath).split(os.pathsep)
+                           if p and Path(p).resolve() != d.resolve())
+    pkg_config = shutil.which("pkg-config", path=path)
     if pkg_config:
         targets.append((_PKG_CONFIG_NAMES, f"{pkg_config} --static"))
     else:
@@ -363,7 +367,3 @@ def runtime_files(program: Path) -> list[tuple[Path, str]]:
     if missing:
         raise UklError(f"{program.name} needs {', '.join(missing)}, not found on this machine")
     return files
-
-
-def log_path(source: str, mode: str) -> Path:
-    return paths.logs_dir() / f"debian-{source}-{mode}.log"

@@ -99,9 +99,10 @@ def fetch(package: str) -> Path:
     with locks.held(top / ".ukl-fetch-lock"):
         if (tree / "debian" / "changelog").is_file():
             return tree
+        # apt's lists, read by apt-get source, are rewritten by an update.
         with locks.held(_apt_dir() / ".ukl-lock"):
             _update_lists()
-        return _download(package, top, tree)
+            return _download(package, top, tree)
 
 
 def _download(package: str, top: Path, tree: Path) -> Path:
