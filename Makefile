@@ -29,7 +29,7 @@ run: setup
 # Two pytest-xdist workers run the suite's modules two at a time (most
 # tests boot one single-CPU QEMU); modules that share an image name or a
 # host port run in one worker (tests/conftest.py, SHARING).
-PYTEST_LANES := -n 2 --dist loadgroup
+PYTEST_LANES := -n 2 --dist loadscope
 test: setup sources kernel toolchain
 	$(PYTHON) -m pytest --durations=25 $(PYTEST_LANES) -m "not distro" tests
 

@@ -1,6 +1,7 @@
 """Shared test helpers: run the ukl CLI as a user would."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -128,11 +129,11 @@ def register_kernel_fixtures(namespace: dict[str, object], names: list[str]) -> 
 register_kernel_fixtures(globals(), flavour_names())
 
 
-# `make test` runs two pytest-xdist workers with --dist loadgroup: a
-# group of tests runs wholly in one worker, and the two workers run two
-# groups at a time. Each module is a group, but modules that share what
-# two cannot use at once (an image name, a host port, gdb's port 1234)
-# are one group together, which runs them one after the other.
+# `make test` runs two pytest-xdist workers: a group of tests runs wholly
+# in one worker, and the two workers run two groups at a time. Each module
+# is a group, but modules that share what two cannot use at once (an image
+# name, a host port, gdb's port 1234) are one group together, which runs
+# them one after the other.
 SHARING = {
     # Debian's application builds and the tests that boot them: test_redis
     # and test_bench_apps both build Redis and forward host port 16379.
@@ -147,7 +148,7 @@ SHARING = {
 
 
 def group(nodeid: str) -> str:
-    """The xdist group of a test: its sharing group's name, or its module."""
+    """The group of a test: its sharing group's name, or its module."""
     module = nodeid.split("::", 1)[0]
     for name, modules in SHARING.items():
         if module.startswith(modules):
@@ -155,18 +156,31 @@ def group(nodeid: str) -> str:
     return module
 
 
+if importlib.util.find_spec("xdist") is not None:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        """pytest-xdist's scheduling by scope, with group() as the scope.
+        (Its own xdist_group markers rename the tests, which pytest 9's
+        test ids no longer allow.)"""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return group(nodeid)
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> GroupScheduling:
+        return GroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `distro` every test that boots a distribution-like flavour
     (`*-distro`, `ukl-distro+...`): one in a module named for them, one
     whose fixtures build one, or one parametrised with one (by kernel or
     image name). `make test` leaves them out: a first build of those
-    configurations is most of what they cost; `make test-full` runs them.
-    Every test goes into its group (xdist_group: SHARING)."""
+    configurations is most of what they cost; `make test-full` runs them."""
     for item in items:
         fixtures = getattr(item, "fixturenames", [])
         if "distro" in item.nodeid or any("distro" in name for name in fixtures):
             item.add_marker(pytest.mark.distro)
-        item.add_marker(pytest.mark.xdist_group(group(item.nodeid)))
 
 
 @pytest.fixture(scope="session")
