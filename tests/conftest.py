@@ -135,9 +135,8 @@ register_kernel_fixtures(globals(), flavour_names())
 # name, a host port, gdb's port 1234) are one group together, which runs
 # them one after the other.
 SHARING = {
-    # Debian's application builds and the tests that boot them: test_redis
-    # and test_bench_apps both build Redis and forward host port 16379.
-    "apps": ("tests/apps/", "tests/bench/test_bench_apps.py"),
+    # Both build Redis with its recipe and forward host port 16379.
+    "redis": ("tests/apps/test_redis.py", "tests/bench/test_bench_apps.py"),
     # The base-model suite images (t-ukl-suite, t-stock-suite) and gdb's port.
     "suite": ("tests/boot/test_ukl_boot.py", "tests/boot/test_ukl_stacks.py",
               "tests/boot/test_ukl_fork.py", "tests/boot/test_stock_boot.py"),
