@@ -21,6 +21,7 @@ from ukl.image import image
 from ukl.image.initramfs import AppUser, InitramfsSpec
 from ukl.kbuild import build as kbuild
 from ukl.kbuild.flavour import Flavour
+from ukl.toolchain import lint
 
 
 def image_from_program(name: str, flavour: Flavour, spec: InitramfsSpec,
@@ -102,10 +103,28 @@ def build_debian_image(name: str, flavour: Flavour, package: str, spec: Initramf
     return _ukl_image(name, flavour, app, spec, None)
 
 
+def _check_red_zone(flavour: Flavour, app: Path) -> None:
+    """Refuse an application that keeps data in the red zone for a kernel
+    whose options write there (kernel/options.ini `red-zone = no`; see
+    ukl.toolchain.lint)."""
+    writers = [o.config for o in flavour.options if not o.red_zone]
+    if not writers:
+        return
+    found = lint.red_zone(app)
+    if found:
+        raise UklError(
+            f"kernel {flavour.name}: the application keeps data below its stack pointer "
+            f"(the red zone: {found[0].where}, {len(found)} access(es) in all), which "
+            f"the kernel's {' and '.join(writers)} write(s) over; link it into a kernel "
+            "without that (--kernel ukl)",
+            detail=lint.report(app, found, limit=20, what="red-zone access(es)"))
+
+
 def _ukl_image(name: str, flavour: Flavour, app: Path, spec: InitramfsSpec,
                build_as: str | None) -> image.Image:
     """Link the application object into the flavour's kernel; the image's
     init execs the path that starts it."""
+    _check_red_zone(flavour, app)
     vmlinux = kbuild.build(flavour, ukl_app=app, build_as=build_as,
                            snapshot=image.staged_kernel(name))
     spec.ukl_exec = flavour.exec_name

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ukl
-from ukl.toolchain.lint import lint
+from ukl.toolchain.lint import lint, problems, red_zone
 
 KERNEL_FLAGS = ["-O2", "-mcmodel=kernel", "-mno-red-zone", "-fno-pic", "-fno-pie"]
 
@@ -47,11 +47,20 @@ def test_int80_and_sysenter_named(tmp_path: Path) -> None:
     assert [p.split(":")[0] for p in _problems(obj)] == ["a", "b"]
 
 
-def test_red_zone_store_named(tmp_path: Path) -> None:
+def test_red_zone_store_named_apart_from_the_problems(tmp_path: Path) -> None:
+    # Fine on most UKL kernels (the kernel link refuses it for the options
+    # that write below the application's stack pointer), so `ukl lint`
+    # names it and succeeds.
     obj = _obj(tmp_path, "int uses_red_zone(int x) { volatile int a[4]; a[0] = x; "
                "return a[0]; }\n", ["-O2", "-mcmodel=kernel", "-fno-pic"])
-    problems = _problems(obj)
-    assert problems and all(p.startswith("uses_red_zone: red-zone access") for p in problems)
+    found = _problems(obj)
+    assert found and all(p.startswith("uses_red_zone: red-zone access") for p in found)
+    assert problems(lint(obj)) == []
+    assert [f.where for f in red_zone(obj)] == ["uses_red_zone"] * len(found)
+    res = ukl("lint", str(obj))
+    assert res.returncode == 0, res.stderr
+    assert "red-zone access(es): fine on every UKL kernel but those with CONFIG_UKL_RET or " \
+        "CONFIG_UKL_PF_DF" in res.stderr, res.stderr
 
 
 def test_abs32_relocation_named(tmp_path: Path) -> None:

@@ -167,3 +167,9 @@ def test_bad_table_rows_are_named(tmp_path: Path, row: str, message: str) -> Non
         (tmp_path / "configs" / f"{name}.config").write_text("# t\nCONFIG_X=y\n")
     with pytest.raises(UklError, match=message):
         options.parse(ini, tmp_path / "configs")
+
+
+def test_the_options_that_write_below_the_application_stack_pointer() -> None:
+    # kernel/options.ini `red-zone = no`: the kernel link refuses
+    # red-zone code for these (ukl.pipeline).
+    assert sorted(o.name for o in options.table().values() if not o.red_zone) == ["pf_df", "ret"]

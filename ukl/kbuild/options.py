@@ -19,7 +19,7 @@ OPTIONS_INI = paths.REPO_ROOT / "kernel" / "options.ini"
 CONFIGS_DIR = paths.REPO_ROOT / "kernel" / "configs"
 UNRANKED = 1000
 _KEYS = {"config", "summary", "flavour", "excludes", "rebuild", "checks", "drops",
-         "bench-skips", "bench-args", "boot-args"}
+         "bench-skips", "bench-args", "boot-args", "red-zone"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,9 @@ class Option:
     bench_args: tuple[str, ...]
     boot_args: tuple[str, ...]
     fragment: Path                 # kernel/configs/NAME.config
+    # False: its entry code writes below the application's stack pointer,
+    # so code that keeps data in the red zone cannot run with it.
+    red_zone: bool = True
 
     @property
     def flavour_name(self) -> str:
@@ -75,7 +78,7 @@ def parse(ini: Path, configs: Path = CONFIGS_DIR) -> dict[str, Option]:
             bench_skips=tuple(row.get("bench-skips", "").split()),
             bench_args=tuple(row.get("bench-args", "").split()),
             boot_args=tuple(row.get("boot-args", "").split()),
-            fragment=fragment)
+            fragment=fragment, red_zone=row.getboolean("red-zone", fallback=True))
     for opt in table.values():
         for other in opt.excludes:
             if other not in table or opt.name not in table[other].excludes:

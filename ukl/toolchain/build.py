@@ -40,6 +40,8 @@ def lint_libraries(group: str) -> None:
     if stamp.current(linted, state):
         return
     for path in paths:
+        # Red zone included: these go into every application, which must
+        # be able to run on every kernel (ukl.toolchain.lint).
         findings = lint.lint(path)
         if findings:
             raise UklError(f"{path} fails ukl lint; it would be linked into every app",

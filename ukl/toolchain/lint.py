@@ -3,8 +3,8 @@
 Checks an object, archive or relocatable UKL image for:
   - raw system-call instructions (syscall, sysenter, int $0x80): app code must
     call the kernel's UKL entry point instead;
-  - memory accesses below %rsp (the red zone): interrupts and exceptions taken
-    at CPL0 push their frame onto the current stack and would clobber it;
+  - memory accesses below %rsp (the red zone x86-64 leaf code may keep data
+    in): not a problem on its own (see red_zone below), so reported apart;
   - R_X86_64_32 relocations: zero-extended 32-bit addresses cannot reach the
     kernel's top 2 GiB (kernel-model code uses sign-extended R_X86_64_32S);
   - GOT/PLT relocations the linker cannot relax away, IFUNC symbols and
@@ -14,6 +14,17 @@ Checks an object, archive or relocatable UKL image for:
 Relocations in debug sections are not checked: R_X86_64_32 offsets between
 DWARF sections are normal and never loaded.
 Each finding names the object and function (or section) it is in.
+
+The red zone: at CPL0 the CPU pushes an interrupt's or exception's frame
+onto the current stack, over the 128 bytes below %rsp that leaf code may
+use. A UKL kernel sends every such event taken in application code to an
+IST stack and moves the frame to the task stack, and returns with IRET,
+so the application's stack is never written below its stack pointer
+(tests/boot/test_ukl_red_zone.py). Two options do write there: UKL_RET
+returns with popf+ret through the 16 bytes below it, and UKL_PF_DF lets
+page faults push onto the application's stack. Code that uses the red
+zone (OpenSSL's assembly does) links into any other kernel; the kernel
+link refuses it for those (ukl.pipeline, kernel/options.ini `red-zone`).
 """
 from __future__ import annotations
 
@@ -48,6 +59,8 @@ class Finding:
     obj: str
     where: str  # function, or section for data
     problem: str
+    # A red-zone access: a problem only for some kernels (see above).
+    red_zone: bool = False
 
     def __str__(self) -> str:
         return f"{self.obj}: {self.where}: {self.problem}"
@@ -90,7 +103,7 @@ def scan_code(objdump_text: str) -> list[Finding]:
         elif mnemonic != "lea" and not mnemonic.startswith("prefetch") \
                 and _BELOW_RSP.search(operands):
             findings.append(Finding(obj, func, f"red-zone access `{mnemonic} {operands.strip()}`"
-                                    f" at 0x{offset}; build with -mno-red-zone"))
+                                    f" at 0x{offset}", red_zone=True))
         for rm in _INLINE_RELOC.finditer(line):
             if _BAD_RELOCS.match(rm.group(1)):
                 findings.append(Finding(obj, func, f"{rm.group(1)} relocation against "
@@ -128,6 +141,7 @@ def scan_tables(readelf_text: str, obj: str) -> list[Finding]:
 
 
 def lint(path: Path) -> list[Finding]:
+    """Everything the checks find in `path`, red-zone accesses included."""
     if not path.is_file():
         raise UklError(f"{path} does not exist")
     code = _run([_tool("objdump"), "-dr", "-w", "--no-show-raw-insn", str(path)])
@@ -135,8 +149,20 @@ def lint(path: Path) -> list[Finding]:
     return scan_code(code) + scan_tables(tables, str(path))
 
 
-def report(path: Path, findings: list[Finding], limit: int = 50) -> str:
-    lines = [f"ukl lint: {path}: {len(findings)} problem(s)"]
+def problems(findings: list[Finding]) -> list[Finding]:
+    """The findings that keep code out of every UKL kernel."""
+    return [f for f in findings if not f.red_zone]
+
+
+def red_zone(path: Path) -> list[Finding]:
+    """The red-zone accesses in `path` (code only: no tables read)."""
+    code = _run([_tool("objdump"), "-d", "-w", "--no-show-raw-insn", str(path)])
+    return [f for f in scan_code(code) if f.red_zone]
+
+
+def report(path: Path, findings: list[Finding], limit: int = 50,
+           what: str = "problem(s)") -> str:
+    lines = [f"ukl lint: {path}: {len(findings)} {what}"]
     lines += [f"  {f}" for f in findings[:limit]]
     if len(findings) > limit:
         lines.append(f"  ... and {len(findings) - limit} more")
