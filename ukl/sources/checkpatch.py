@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 from ukl.common.errors import UklError
 from ukl.sources import debian
@@ -78,6 +79,17 @@ def check(comp: Component) -> Report:
     if not script.is_file():
         raise UklError(f"no {script}; run `ukl series prepare linux` first")
     ignored = () if comp.name == "linux" else GNU_LAYOUT
+    try:
+        return _check_patches(comp, linux, script, ignored)
+    finally:
+        # checkpatch.pl caches the tree's CamelCase words in it; `ukl
+        # series export` would refuse that file as a new file in no patch.
+        for cache in linux.glob(".checkpatch-camelcase.*"):
+            cache.unlink(missing_ok=True)
+
+
+def _check_patches(comp: Component, linux: Path, script: Path,
+                   ignored: tuple[str, ...]) -> Report:
     results = []
     for patch in read_series(comp.series_dir):
         cmd = ["perl", str(script), "--strict", "--terse", "--show-types", "--no-color"]
