@@ -94,11 +94,17 @@ def images_removed_after_module() -> Iterator[None]:
 _SPLICED_KERNEL_LINE = re.compile(r"(?<=[^\n])UKL: [^\n]*\n")
 
 
+def unspliced(out: str) -> str:
+    """A console with the kernel's UKL messages taken out of the lines
+    they split."""
+    return _SPLICED_KERNEL_LINE.sub("", out)
+
+
 def assert_suite_passed(out: str, checks: list[str], program: str = "ukl_suite") -> None:
     """Each named check of a check-running program (guest/ukl_suite.c, or
     one of tests/programs/ printing "PROGRAM: ok CHECK" and "PROGRAM: N
     failure(s)") passed, and nothing failed."""
-    out = _SPLICED_KERNEL_LINE.sub("", out)
+    out = unspliced(out)
     for name in checks:
         assert f"{program}: ok {name}\n" in out, f"check {name} did not pass:\n{out}"
     assert f"{program}: 0 failure(s)" in out, out
