@@ -145,6 +145,19 @@ def test_compile_only_uses_ukl_headers_and_flags(tmp_path: Path) -> None:
     assert not [h for h in headers if h.startswith("/usr/include/")], headers
 
 
+def test_main_from_a_static_archive_links(tmp_path: Path) -> None:
+    # OpenSSL's test programs take main() from libtestutil.a.
+    (tmp_path / "main.c").write_text("int run(void);\nint main(void) { return run(); }\n")
+    (tmp_path / "prog.c").write_text("int run(void) { return 7; }\n")
+    subprocess.run([UKL_CC, "-c", "-o", str(tmp_path / "main.o"), str(tmp_path / "main.c")],
+                   check=True)
+    subprocess.run(["ar", "rcs", str(tmp_path / "libmain.a"), str(tmp_path / "main.o")],
+                   check=True)
+    res = _build(UKL_CC, tmp_path / "prog.c", tmp_path / "prog", f"-L{tmp_path}", "-lmain")
+    assert res.returncode == 0, res.stderr
+    assert subprocess.run([str(tmp_path / "prog")]).returncode == 7
+
+
 def test_makefile_project_builds_unchanged(tmp_path: Path) -> None:
     project = tmp_path / "wordstat"
     shutil.copytree(REPO / "tests" / "projects" / "wordstat", project)

@@ -261,8 +261,12 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path) -> None:
     """
     gcc = "g++" if cxx else "gcc"
     # -Bstatic: -lfoo finds libfoo.a only. --trace lists every input, so
-    # that one from the host's library directories is refused.
+    # that one from the host's library directories is refused. main may
+    # live in one of the archives (OpenSSL's tests take theirs from
+    # libtestutil.a): nothing in a partial link asks for it, so say it is
+    # wanted, as crt1.o would in a final link.
     cmd = [gcc, *compile_flags(cxx), "-r", "-nostdlib", "-Wl,-Bstatic", "-Wl,--trace",
+           "-Wl,--undefined=main",
            *_library_dirs(), *static_inputs(partial_link_args(user_args)), "-o", str(out)]
     res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if res.returncode != 0:
