@@ -49,7 +49,7 @@ def ukl(*args: str, timeout: float = 900,
 
 def image_dir(name: str) -> Path:
     """Image NAME's directory (build/images/NAME, or the test worker's
-    own images directory: see UKL_IMAGES_DIR below)."""
+    own images directory: see UKL_IMAGES_DIR above)."""
     from ukl.common import paths
     return paths.images_dir() / name
 
