@@ -364,7 +364,6 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                     lambda: _skippable(ctl, left_out, shipped_in or linked_as),
                     lambda e: _check_requires(e, left_out, without))
             except UklError as e:
-                _check_requires(e, left_out, without)
                 wrapped = _with_without(e, without)
                 if wrapped is e:
                     raise
@@ -437,9 +436,9 @@ def build_with_retries(what: str, resume: bool, off: features.Off,
     """build(resume, off), resumed or restarted (resume_or_restart); if it
     fails, once more from the start without the binary packages that need
     a left-out library (Debian's rules may build those anyway: dnsmasq's
-    Lua variant), if there are any. `check(error)` sees the first failure
-    first, and may raise to stop there (a build that requires a library
-    it was built without gains nothing from going without more)."""
+    Lua variant), if there are any. `check(error)` sees each failure
+    before it goes on, and may raise instead (a build that requires a
+    library it was built without gains nothing from going without more)."""
     try:
         resume_or_restart(resume, what, lambda again: build(again, off), fresh)
     except UklError as e:
@@ -450,7 +449,11 @@ def build_with_retries(what: str, resume: bool, off: features.Off,
         print(f"ukl: {what}: building again without {', '.join(skip)} (they need libraries "
               "left out)", file=sys.stderr)
         fresh()
-        build(False, dataclasses.replace(off, skip=tuple(skip)))
+        try:
+            build(False, dataclasses.replace(off, skip=tuple(skip)))
+        except UklError as again:
+            check(again)
+            raise
 
 
 def resume_or_restart(resume: bool, what: str, build: Callable[[bool], None],
