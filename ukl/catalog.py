@@ -125,8 +125,13 @@ class Row:
     # The recipe's [build] settings ("" when Debian's build needs none).
     recipe: str = ""
     seconds: float = 0.0
-    # Taken from an earlier run's catalog.csv (--resume), not run now.
+    # The day the row was run (UTC, YYYY-MM-DD; "" if not recorded).
+    ran: str = ""
+    # Taken from an earlier run's catalog.csv, not run now.
     kept: bool = False
+
+    def passed(self) -> bool:
+        return all(v is not None and v.ok for v in (self.build, self.ukl, self.stock))
 
 
 def _helpers(entry: Entry) -> list[str]:
@@ -185,7 +190,7 @@ def boot(entry: Entry, image_name: str, flavour: Flavour) -> Verdict:
 
 
 def run_entry(entry: Entry, ukl: Flavour, stock: Flavour) -> Row:
-    row = Row(entry)
+    row = Row(entry, ran=time.strftime("%Y-%m-%d", time.gmtime()))
     settings = recipe.build_settings(recipe.load(entry.package))
     row.recipe = f"recipes/{entry.package}.ini: {', '.join(settings)}" if settings else "none"
     started = time.monotonic()
@@ -202,25 +207,54 @@ def run_entry(entry: Entry, ukl: Flavour, stock: Flavour) -> Row:
     return row
 
 
-def passed_before(csv_path: Path, entries: list[Entry]) -> dict[str, Row]:
-    """The rows of an earlier run's catalog.csv whose package built and
-    passed on UKL and on stock, by entry name (--resume keeps them)."""
+def _recorded_verdict(cell_text: str, failure: str, log: str, what: str) -> Verdict | None:
+    if cell_text == "pass":
+        return Verdict(True)
+    if cell_text != "FAIL":
+        return None
+    # The failure column holds the first failure only, as "what: why".
+    why = failure.removeprefix(f"{what}: ") if failure.startswith(f"{what}: ") else ""
+    return Verdict(False, why, Path(log) if log else None)
+
+
+def recorded(csv_path: Path, entries: list[Entry], default_ran: str = "") -> dict[str, Row]:
+    """Every row of an earlier run's catalog.csv, passed or failed, by
+    entry name, for the entries still in `entries`. `default_ran`: the day
+    for rows written before the table had a `ran` column."""
     if not csv_path.is_file():
         return {}
     known = {e.name: e for e in entries}
-    kept = {}
+    rows = {}
     with csv_path.open(newline="") as f:
         for r in csv.DictReader(f):
             entry = known.get(r.get("package", ""))
-            if entry is None or any(r.get(k) != "pass" for k in ("build", "UKL", "stock")):
+            if entry is None:
                 continue
-            kept[entry.name] = Row(
-                entry, version=r.get("version", ""), build=Verdict(True), ukl=Verdict(True),
-                stock=Verdict(True),
+            failure, log = r.get("failure", ""), r.get("log", "")
+            rows[entry.name] = Row(
+                entry, version=r.get("version", ""),
+                build=_recorded_verdict(r.get("build", ""), failure, log, "build"),
+                ukl=_recorded_verdict(r.get("UKL", ""), failure, log, "UKL"),
+                stock=_recorded_verdict(r.get("stock", ""), failure, log, "stock"),
                 without=[w for w in r.get("built without", "").split("; ") if w],
                 recipe=r.get("build recipe", ""),
-                seconds=float(r.get("minutes") or 0) * 60, kept=True)
-    return kept
+                seconds=float(r.get("minutes") or 0) * 60,
+                ran=r.get("ran") or default_ran, kept=True)
+    return rows
+
+
+def passed_before(csv_path: Path, entries: list[Entry], default_ran: str = "") -> dict[str, Row]:
+    """The rows of an earlier run's catalog.csv whose package built and
+    passed on UKL and on stock, by entry name (--resume keeps them)."""
+    return {name: row for name, row in recorded(csv_path, entries, default_ran).items()
+            if row.passed()}
+
+
+def table_rows(entries: list[Entry], done: dict[str, Row], carried: dict[str, Row]) -> list[Row]:
+    """The rows of a run's table, in catalog order: the row run now where
+    there is one, else the one carried over from the earlier run."""
+    return [done.get(e.name) or carried[e.name] for e in entries
+            if e.name in done or e.name in carried]
 
 
 def cell(v: Verdict | None) -> str:
@@ -238,13 +272,13 @@ def first_failure(row: Row) -> tuple[str, str]:
 
 
 def rows_table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    header = ["package", "version", "test", "build", "UKL", "stock", "minutes", "build recipe",
-              "built without", "failure", "log"]
+    header = ["package", "version", "test", "build", "UKL", "stock", "minutes", "ran",
+              "build recipe", "built without", "failure", "log"]
     out = []
     for r in rows:
         failure, log = first_failure(r)
         out.append([r.entry.name, r.version, r.entry.test, cell(r.build), cell(r.ukl),
-                    cell(r.stock), f"{r.seconds / 60:.1f}", r.recipe, "; ".join(r.without),
+                    cell(r.stock), f"{r.seconds / 60:.1f}", r.ran, r.recipe, "; ".join(r.without),
                     failure.replace("|", "/"), log])
     return header, out
 
@@ -264,14 +298,15 @@ def markdown(rows: list[Row]) -> str:
              "Each package is built by `ukl build --debian` (Debian's own build, its library "
              "build dependencies built for UKL first), booted as a UKL program and as an "
              "ordinary process on the stock kernel, and tested as catalog/packages.ini says. "
-             "Minutes: the whole row (builds of both modes and both boots).", "",
+             "Minutes: the whole row (builds of both modes and both boots); ran: the "
+             "day it was run (UTC).", "",
              "| " + " | ".join(header[:-1]) + " |", "|" + "---|" * (len(header) - 1)]
     for cells in body:
         lines.append("| " + " | ".join(c or " " for c in cells[:-1]) + " |")
     kept = [r.entry.name for r in rows if r.kept]
     if kept:
-        lines += ["", "Kept from an earlier run recorded under this name (`--resume`: "
-                  f"they had passed everything then, and were not run again): {', '.join(kept)}."]
+        lines += ["", "Not run again, as an earlier run recorded under this name left them "
+                  f"(column `ran`): {', '.join(kept)}."]
     failed = [(c[0], c[-1]) for c in body if c[-1]]
     if failed:
         lines += ["", "Logs of the failures (under build/, on the machine that ran it):", ""]

@@ -46,8 +46,8 @@ def test_only_rows_that_passed_everything_are_kept(tmp_path: Path) -> None:
     assert catalog.passed_before(tmp_path / "none.csv", [good]) == {}
     md = catalog.markdown([row, rows[1]])
     assert "| good | 1.0-1 | tests good | pass | pass | pass |" in md
-    assert "Kept from an earlier run recorded under this name (`--resume`" in md
-    assert "(`--resume`: they had passed everything then, and were not run again): good." in md
+    assert "Not run again, as an earlier run recorded under this name left them " \
+        "(column `ran`): good." in md
 
 
 def test_resume_without_a_name_is_one_line() -> None:
@@ -70,7 +70,7 @@ def test_a_run_of_only_kept_packages_records_them_and_builds_nothing(tmp_path: P
     assert "hello passed in the earlier run, kept" in res.stderr
     md = (tmp_path / "cat" / "catalog.md").read_text()
     assert "| hello | 2.10-3 | prints its greeting | pass | pass | pass | 0.2 |" in md
-    assert "were not run again): hello." in md
+    assert "(column `ran`): hello." in md
 
 
 def test_a_resumed_run_stopped_part_way_keeps_what_it_had_not_reached(
@@ -92,3 +92,69 @@ def test_a_resumed_run_stopped_part_way_keeps_what_it_had_not_reached(
     assert cli.main(["catalog", "--name", "cat", "--resume", "hello", "bc", "jq"]) == 130
     assert sorted(catalog.passed_before(tmp_path / "cat" / "catalog.csv",
                                         list(entries.values()))) == ["hello", "jq"]
+
+
+def test_a_run_of_some_packages_keeps_every_other_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ukl catalog bc --name cat` updates bc's row; hello (passed), jq
+    (failed, with its reason and log) and their days stay as recorded."""
+    from ukl import cli
+    entries = {e.name: e for e in catalog.load()}
+    (tmp_path / "cat").mkdir()
+    _write(tmp_path / "cat" / "catalog.csv", [
+        catalog.Row(entries["hello"], version="1", build=catalog.Verdict(True),
+                    ukl=catalog.Verdict(True), stock=catalog.Verdict(True), recipe="none",
+                    ran="2026-11-01"),
+        catalog.Row(entries["jq"], version="2", build=catalog.Verdict(True),
+                    ukl=catalog.Verdict(False, "exit status 3", Path("/logs/jq.log")),
+                    stock=catalog.Verdict(True), recipe="none"),
+        catalog.Row(entries["bc"], version="0", build=catalog.Verdict(False, "old failure"),
+                    recipe="none", ran="2026-11-02")])
+    (tmp_path / "cat" / "meta.json").write_text('{"date": "2026-11-20 10:00:00 UTC"}')
+    monkeypatch.setenv("UKL_RESULTS_DIR", str(tmp_path))
+
+    def passes(entry: catalog.Entry, *args: object) -> catalog.Row:
+        return catalog.Row(entry, version="3", build=catalog.Verdict(True),
+                           ukl=catalog.Verdict(True), stock=catalog.Verdict(True),
+                           recipe="none", ran="2026-12-06")
+    monkeypatch.setattr(catalog, "run_entry", passes)
+    assert cli.main(["catalog", "--name", "cat", "bc"]) == 0
+    rows = catalog.recorded(tmp_path / "cat" / "catalog.csv", list(entries.values()))
+    assert list(rows) == ["hello", "jq", "bc"]
+    assert rows["bc"].passed() and rows["bc"].version == "3" and rows["bc"].ran == "2026-12-06"
+    assert rows["hello"].passed() and rows["hello"].ran == "2026-11-01"
+    jq = rows["jq"]
+    assert not jq.passed() and jq.build is not None and jq.build.ok and jq.ukl is not None
+    assert (jq.ukl.why, jq.ukl.log) == ("exit status 3", Path("/logs/jq.log"))
+    # Written before the table had a `ran` column: the earlier run's day.
+    assert jq.ran == "2026-11-20"
+    md = (tmp_path / "cat" / "catalog.md").read_text()
+    assert "2 of 3 packages built and passed their test on UKL" in md
+    assert "(column `ran`): hello, jq." in md
+    assert "| jq | 2 | adds a JSON array | pass | FAIL | pass |" in md
+
+
+def test_a_whole_run_starts_the_table_afresh(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without package names or --resume, nothing is carried over: a
+    package not run yet is not in the table."""
+    from ukl import cli
+    entries = {e.name: e for e in catalog.load()}
+    (tmp_path / "cat").mkdir()
+    _write(tmp_path / "cat" / "catalog.csv", [
+        catalog.Row(entries["bc"], version="0", build=catalog.Verdict(True),
+                    ukl=catalog.Verdict(True), stock=catalog.Verdict(True), recipe="none")])
+    monkeypatch.setenv("UKL_RESULTS_DIR", str(tmp_path))
+
+    def stopped_after_hello(entry: catalog.Entry, *args: object) -> catalog.Row:
+        if entry.name != "hello":
+            raise KeyboardInterrupt
+        return catalog.Row(entry, version="1", build=catalog.Verdict(True),
+                           ukl=catalog.Verdict(True), stock=catalog.Verdict(True),
+                           recipe="none")
+    monkeypatch.setattr(catalog, "run_entry", stopped_after_hello)
+    assert cli.main(["catalog", "--name", "cat"]) == 130
+    rows = catalog.recorded(tmp_path / "cat" / "catalog.csv", list(entries.values()))
+    assert list(rows) == ["hello"]
+    md = (tmp_path / "cat" / "catalog.md").read_text()
+    assert f"(In progress: 1 of the {len(entries)} packages of this run so far.)" in md
