@@ -24,6 +24,7 @@ from pathlib import Path
 from ukl.common.buildenv import have_ccache
 from ukl.toolchain import layout
 from ukl.toolchain import lint
+from ukl.toolchain import lint_inputs
 
 UKL_SECTION = ".ukl.object"
 SYMBOL_PREFIX = "__ukl_"
@@ -257,15 +258,18 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path) -> None:
     libraries into one relocatable object, then lint it.
 
     Only user code is linted per link: the UKL libraries were linted when the
-    toolchain was built, and this keeps each link (and so ./configure) fast.
+    toolchain was built, and this keeps each link (and so ./configure) fast;
+    each input file is linted once, whatever links it (lint_inputs).
     """
     gcc = "g++" if cxx else "gcc"
     # -Bstatic: -lfoo finds libfoo.a only. --trace lists every input, so
     # that one from the host's library directories is refused. main may
     # live in one of the archives (OpenSSL's tests take theirs from
     # libtestutil.a): nothing in a partial link asks for it, so say it is
-    # wanted, as crt1.o would in a final link.
-    cmd = [gcc, *compile_flags(cxx), "-r", "-nostdlib", "-Wl,-Bstatic", "-Wl,--trace",
+    # wanted, as crt1.o would in a final link. --trace twice names the
+    # archive members taken too, whose findings lint_inputs keeps.
+    cmd = [gcc, *compile_flags(cxx), "-r", "-nostdlib", "-Wl,-Bstatic",
+           "-Wl,--trace", "-Wl,--trace",
            "-Wl,--undefined=main",
            *_library_dirs(), *static_inputs(partial_link_args(user_args)), "-o", str(out)]
     res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
@@ -277,7 +281,7 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path) -> None:
                           "build the library with ukl-cc (ukl build --debian does for "
                           "a package's library build-dependencies)")
     # Red-zone use is checked at the kernel link: only some kernels mind.
-    findings = lint.problems(lint.lint(out))
+    findings = lint.problems(lint_inputs.lint_link(res.stdout, out))
     if findings:
         print(lint.report(out, findings), file=sys.stderr)
         raise DriverError("the program failed `ukl lint`")
