@@ -22,9 +22,11 @@ import tempfile
 from pathlib import Path
 
 from ukl.common.buildenv import have_ccache
+from ukl.common.errors import UklError
 from ukl.toolchain import layout
 from ukl.toolchain import lint
 from ukl.toolchain import lint_inputs
+from ukl.toolchain import self_symbols
 
 UKL_SECTION = ".ukl.object"
 SYMBOL_PREFIX = "__ukl_"
@@ -287,13 +289,29 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path) -> None:
         raise DriverError("the program failed `ukl lint`")
 
 
+def _self_symbols(user_obj: Path, tmp: Path) -> list[str]:
+    """The object of the table of the program's own symbols that the UKL
+    C library's dlsym searches (self_symbols), if the program calls dlsym."""
+    try:
+        table = self_symbols.table_for(user_obj)
+    except UklError as e:
+        raise DriverError(e.message) from e
+    if table is None:
+        return []
+    src, obj = tmp / "self-symbols.s", tmp / "self-symbols.o"
+    src.write_text(table)
+    _run(["gcc", "-c", str(src), "-o", str(obj)])
+    return [str(obj)]
+
+
 def make_ukl_object(cxx: bool, user_obj: Path, out: Path, tmp: Path) -> None:
     """ld -r the user object with the UKL libraries, check what stays
     undefined, and prefix every other name."""
     start, libs, end = _link_inputs(cxx)
     raw = tmp / "raw.o"
     gcc = "g++" if cxx else "gcc"
-    _run([gcc, "-r", "-nostdlib", *start, str(user_obj), *libs, *end, "-o", str(raw)])
+    _run([gcc, "-r", "-nostdlib", *start, str(user_obj), *_self_symbols(user_obj, tmp),
+          *libs, *end, "-o", str(raw)])
     undefined = undefined_symbols(raw)
     stray = [s for s in undefined if not crossing(s)]
     if stray:
