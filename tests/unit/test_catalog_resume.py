@@ -134,16 +134,16 @@ def test_a_run_of_some_packages_keeps_every_other_row(
     assert "| jq | 2 | adds a JSON array | pass | FAIL | pass |" in md
 
 
-def test_a_whole_run_starts_the_table_afresh(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without package names or --resume, nothing is carried over: a
-    package not run yet is not in the table."""
+def test_a_row_not_reached_yet_stays_as_recorded(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole run stopped after hello: bc, which it had not reached, keeps
+    its recorded row, failure and all."""
     from ukl import cli
     entries = {e.name: e for e in catalog.load()}
     (tmp_path / "cat").mkdir()
     _write(tmp_path / "cat" / "catalog.csv", [
-        catalog.Row(entries["bc"], version="0", build=catalog.Verdict(True),
-                    ukl=catalog.Verdict(True), stock=catalog.Verdict(True), recipe="none")])
+        catalog.Row(entries["bc"], version="0", build=catalog.Verdict(False, "it broke"),
+                    recipe="none", ran="2026-11-02")])
     monkeypatch.setenv("UKL_RESULTS_DIR", str(tmp_path))
 
     def stopped_after_hello(entry: catalog.Entry, *args: object) -> catalog.Row:
@@ -155,6 +155,8 @@ def test_a_whole_run_starts_the_table_afresh(tmp_path: Path,
     monkeypatch.setattr(catalog, "run_entry", stopped_after_hello)
     assert cli.main(["catalog", "--name", "cat"]) == 130
     rows = catalog.recorded(tmp_path / "cat" / "catalog.csv", list(entries.values()))
-    assert list(rows) == ["hello"]
+    assert list(rows) == ["hello", "bc"]
+    assert rows["bc"].build is not None and rows["bc"].build.why == "it broke"
+    assert rows["bc"].ran == "2026-11-02"
     md = (tmp_path / "cat" / "catalog.md").read_text()
     assert f"(In progress: 1 of the {len(entries)} packages of this run so far.)" in md

@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="kernel flavour for the ordinary processes (default: stock)")
     p.add_argument("--name", default=None,
                    help="record the run in results/NAME/ (catalog.md, catalog.csv, meta.json); "
-                   "a run of some packages updates their rows and keeps the others'")
+                   "the run updates the rows of the packages it runs and keeps the others'")
     p.add_argument("--resume", action="store_true",
                    help="with --name: keep the packages that passed everything in "
                    "results/NAME/catalog.csv and run only the others")
@@ -68,12 +68,10 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
                                     _earlier_run_day(run_dir))
     # --resume: what passed everything is not run again.
     kept = {n: r for n, r in recorded.items() if r.passed()} if args.resume else {}
-    # A run of some packages only updates their rows: the others' stay as
-    # recorded, whatever they say. A run of the whole catalog (or --small)
-    # starts the table afresh but for what --resume keeps.
-    chosen = {e.name for e in entries}
-    carried = ({n: r for n, r in recorded.items() if n not in chosen} if args.packages else {})
-    carried.update(kept)
+    # A run updates the rows of the packages it runs, as it runs them: every
+    # other row stays as recorded, whatever it says, and so does a row the
+    # run has not reached yet.
+    carried = recorded
     to_run = [e for e in entries if e.name not in kept]
     out = ResultsWriter(args.name, inv.command_line) if args.name else None
     done: dict[str, catalog.Row] = {}
