@@ -457,3 +457,32 @@ def test_pkg_config_answers_for_a_static_link(tmp_path: Path) -> None:
                              capture_output=True, text=True, check=True).stdout.split()
         assert "-lgmp" in out, out
         assert out.index("-lhogweed") < len(out) - 1 - out[::-1].index("-lnettle"), out
+
+
+def test_a_ukl_program_is_built_again_with_another_toolchain(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A UKL program's link holds the UKL C library: another toolchain
+    makes another build state. A library's static archive does not, and
+    neither does a program built for the stock kernel."""
+    from ukl.app import unikernel
+    from ukl.app.debian import build as debbuild
+    from ukl.app.debian import recipe
+    from ukl.toolchain import cache
+
+    monkeypatch.setenv("UKL_BUILD_DIR", str(tmp_path / "build"))
+    key = tmp_path / "build" / "toolchain" / "sysroot" / cache.KEY_FILE
+    key.parent.mkdir(parents=True)
+    rec = recipe.load("hello")
+    ukl_cc = str(unikernel.compiler_path(False))
+
+    def states() -> tuple[str, str, str]:
+        return (debbuild._state(rec, ukl_cc, [], program=True),
+                debbuild._state(rec, ukl_cc, [], program=False),
+                debbuild._state(rec, "gcc", [], program=True))
+
+    key.write_text("one")
+    before = states()
+    key.write_text("two")
+    after = states()
+    assert before[0] != after[0]
+    assert before[1:] == after[1:]

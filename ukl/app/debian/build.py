@@ -21,7 +21,8 @@ Two ways, chosen by the recipe's `system` (default: Debian's own):
 
 Each package and mode builds in its own copy of the unpacked source,
 build/debian/PACKAGE/{ukl,process}/tree. A finished build is kept while
-its inputs are unchanged; an interrupted Debian build resumes where it
+its inputs are unchanged (for a UKL program, the toolchain too: its link
+holds the UKL C library); an interrupted Debian build resumes where it
 stopped.
 """
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ukl.common import locks, paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
 from ukl.common.errors import UklError
 from ukl.common.proc import run_logged
+from ukl.toolchain import cache as toolchain_cache
 from ukl.toolchain import driver
 
 BUILT_STAMP = ".ukl-built"
@@ -116,14 +118,19 @@ def _environment(cc: str, cxx: str, deps: list[Built]) -> dict[str, str]:
     return env
 
 
-def _state(rec: recipe.Recipe, cc: str, deps: list[Built]) -> str:
+def _state(rec: recipe.Recipe, cc: str, deps: list[Built], program: bool) -> str:
     # How the program is run and the image's other files do not change what
-    # is built; our patches' contents do, and so does what ukl-cc adds.
+    # is built; our patches' contents do, and so does what ukl-cc adds. A
+    # UKL program's link puts the UKL C library and runtime into it, so it
+    # is built again with another toolchain; a library's static archive
+    # holds only its own code, and is not.
     patches = [p.read_bytes() for p in rec.patches]
-    flags = driver.code_generation_flags() if cc == str(unikernel.compiler_path(False)) else []
+    ukl = cc == str(unikernel.compiler_path(False))
+    flags = driver.code_generation_flags() if ukl else []
+    runtime = toolchain_cache.installed_key() if ukl and program else ""
     text = repr((dataclasses.replace(rec, args=[], user=None, path="", files=[],
                                      prepare=None), patches, cc,
-                 [(d.package, d.prefix) for d in deps], flags))
+                 [(d.package, d.prefix) for d in deps], flags, runtime))
     return stamp.digest(text)
 
 
@@ -344,7 +351,8 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     tree, prefix = work / "tree", work / "install"
     log = _log(rec, ukl, library)
     # How Debian's build is run (rules.py) is an input too.
-    state = stamp.digest(_state(rec, cc, deps), ctl.version, repr(sysroots),
+    state = stamp.digest(_state(rec, cc, deps, program=not library), ctl.version,
+                         repr(sysroots),
                          str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE, repr(off),
                          rules.environment_summary(ukl, ctl.profiles))
     work.mkdir(parents=True, exist_ok=True)
@@ -588,7 +596,7 @@ def build(package: str, ukl: bool, binary: str | None = None,
     work = paths.build_root() / "debian" / package / _mode(ukl)
     tree, prefix = work / "tree", work / "prefix"
     built_stamp = work / BUILT_STAMP
-    state = _state(rec, cc, deps)
+    state = _state(rec, cc, deps, program=not rec.library)
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
         if not stamp.current(built_stamp, state):
