@@ -461,17 +461,19 @@ def test_pkg_config_answers_for_a_static_link(tmp_path: Path) -> None:
 
 def test_a_ukl_program_is_built_again_with_another_toolchain(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A UKL program's link holds the UKL C library: another toolchain
-    makes another build state. A library's static archive does not, and
-    neither does a program built for the stock kernel."""
+    """A UKL program's link holds the UKL C library: another libc.a makes
+    another build state (whatever built it: the toolchain cache's key is
+    not enough, a toolchain built with UKL_NO_CACHE=1 has none). A
+    library's static archive does not hold it, and neither does a program
+    built for the stock kernel."""
     from ukl.app import unikernel
     from ukl.app.debian import build as debbuild
     from ukl.app.debian import recipe
-    from ukl.toolchain import cache
+    from ukl.toolchain import layout
 
     monkeypatch.setenv("UKL_BUILD_DIR", str(tmp_path / "build"))
-    key = tmp_path / "build" / "toolchain" / "sysroot" / cache.KEY_FILE
-    key.parent.mkdir(parents=True)
+    libc = layout.libdir() / "libc.a"
+    libc.parent.mkdir(parents=True)
     rec = recipe.load("hello")
     ukl_cc = str(unikernel.compiler_path(False))
 
@@ -480,9 +482,10 @@ def test_a_ukl_program_is_built_again_with_another_toolchain(
                 debbuild._state(rec, ukl_cc, [], program=False),
                 debbuild._state(rec, "gcc", [], program=True))
 
-    key.write_text("one")
+    libc.write_bytes(b"one")
     before = states()
-    key.write_text("two")
+    libc.write_bytes(b"two")
     after = states()
     assert before[0] != after[0]
     assert before[1:] == after[1:]
+    assert states() == after

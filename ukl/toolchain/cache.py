@@ -62,13 +62,6 @@ def key() -> str:
     return h.hexdigest()[:32]
 
 
-def installed_key() -> str:
-    """The key of the sysroot in build/ ("" if it has none): what a
-    program linked with it was linked against."""
-    f = layout.sysroot() / KEY_FILE
-    return f.read_text() if f.is_file() else ""
-
-
 def current(k: str) -> bool:
     """Whether the sysroot in build/ is the one built from key `k`."""
     f = layout.sysroot() / KEY_FILE

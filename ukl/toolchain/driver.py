@@ -14,6 +14,7 @@ final link produces two things in one file:
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -160,6 +161,30 @@ def _link_inputs(cxx: bool) -> tuple[list[str], list[str], list[str]]:
         libs += ["-lstdc++", "-lm"]
     libs += ["-lc", "-lgcc", "-lgcc_eh", "-Wl,--end-group"]
     return start, libs, end
+
+
+def link_identity() -> str:
+    """A digest of what a UKL link adds to a program: the start and end
+    files and the libraries of the sysroot (the C library and the gcc
+    runtime, libstdc++ included), the host stand-in for the entry point,
+    and this driver's own code (its symbol table, its renaming). A program
+    linked with another identity holds another C library."""
+    start, _, end = _link_inputs(True)
+    lib, ukl = layout.libdir(), layout.ukl_libdir()
+    files = [Path(f) for f in (*start, *end)]
+    files += [lib / n for n in ("libc.a", "libm.a", "libstdc++.a")]
+    files += [ukl / n for n in ("libgcc.a", "libgcc_eh.a", "host-entry.o")]
+    files += [Path(__file__), Path(self_symbols.__file__)]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0")
+        try:
+            with f.open("rb") as data:
+                for block in iter(lambda: data.read(1 << 20), b""):
+                    h.update(block)
+        except OSError:
+            h.update(b"missing")
+    return h.hexdigest()
 
 
 def split_output(args: list[str]) -> tuple[str, list[str]]:

@@ -43,7 +43,6 @@ from ukl.common import locks, paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
 from ukl.common.errors import UklError
 from ukl.common.proc import run_logged
-from ukl.toolchain import cache as toolchain_cache
 from ukl.toolchain import driver
 
 BUILT_STAMP = ".ukl-built"
@@ -127,7 +126,7 @@ def _state(rec: recipe.Recipe, cc: str, deps: list[Built], program: bool) -> str
     patches = [p.read_bytes() for p in rec.patches]
     ukl = cc == str(unikernel.compiler_path(False))
     flags = driver.code_generation_flags() if ukl else []
-    runtime = toolchain_cache.installed_key() if ukl and program else ""
+    runtime = driver.link_identity() if ukl and program else ""
     text = repr((dataclasses.replace(rec, args=[], user=None, path="", files=[],
                                      prepare=None), patches, cc,
                  [(d.package, d.prefix) for d in deps], flags, runtime))
