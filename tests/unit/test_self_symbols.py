@@ -13,6 +13,7 @@ CODE = """
 int Zeta(void) { return 1; }
 int alpha(void) { return 2; }
 int data_word = 3;
+char big_table[200000] = { 1 };
 int common_word;
 static int private_one(void) { return 4; }
 __attribute__((visibility("hidden"))) int hidden_one(void) { return 5; }
@@ -36,8 +37,9 @@ def test_what_rdynamic_would_export_sorted_as_strcmp(tmp_path: Path) -> None:
     assert self_symbols.calls_dlsym(syms)
     # Upper case sorts before lower case, as strcmp does; no static,
     # hidden, thread-local or undefined names.
-    assert self_symbols.exported(syms) == ["Zeta", "alpha", "common_word", "data_word", "look",
-                                           "weak_one"]
+    # big_table: readelf prints a size over 99999 in hex.
+    assert self_symbols.exported(syms) == ["Zeta", "alpha", "big_table", "common_word",
+                                           "data_word", "look", "weak_one"]
 
 
 def test_no_table_for_a_program_that_does_not_call_dlsym(tmp_path: Path) -> None:
@@ -57,14 +59,26 @@ def test_the_table_assembles_to_name_address_pairs(tmp_path: Path) -> None:
     subprocess.run(["ld", "-r", str(obj), str(out), "-o", str(linked)], check=True)
     syms = {s.name: s for s in self_symbols.symbols(linked)}
     assert syms[self_symbols.TABLE].section not in ("UND", "ABS")
-    # Six entries of two 8-byte words, and the count.
+    # Seven entries of two 8-byte words, and the count.
     sizes = subprocess.run(["nm", "-S", str(out)], capture_output=True, text=True,
                            check=True).stdout
-    assert f"0000000000000060 D {self_symbols.TABLE}" in sizes
+    assert f"0000000000000070 D {self_symbols.TABLE}" in sizes
     assert f"0000000000000008 D {self_symbols.COUNT}" in sizes
     # Each entry refers to its symbol (a relocation), and nothing is left
     # undefined but the program's own references.
     relocs = subprocess.run(["readelf", "-rW", str(out)], capture_output=True, text=True,
                             check=True).stdout
-    for name in ("Zeta", "alpha", "common_word", "data_word", "look", "weak_one"):
+    for name in ("Zeta", "alpha", "big_table", "common_word", "data_word", "look", "weak_one"):
         assert "R_X86_64_64" in relocs and f" {name} + 0" in relocs, relocs
+
+
+def test_a_cxx_inline_functions_static_variable_is_exported(tmp_path: Path) -> None:
+    """g++ gives it UNIQUE binding; -rdynamic exports it."""
+    src = tmp_path / "u.cc"
+    src.write_text("#include <dlfcn.h>\n"
+                   "inline int &counter() { static int n; return n; }\n"
+                   "int bump() { return ++counter() + (dlsym(RTLD_DEFAULT, \"x\") != 0); }\n")
+    obj = tmp_path / "u.o"
+    subprocess.run(["g++", "-O2", "-c", str(src), "-o", str(obj)], check=True)
+    names = self_symbols.exported(self_symbols.symbols(obj))
+    assert "_ZZ7countervE1n" in names and "_Z4bumpv" in names

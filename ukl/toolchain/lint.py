@@ -51,7 +51,7 @@ _READELF_FILE = re.compile(r"^File: (?:.*\()?([^()]+?)\)?$")
 _READELF_RELA_SEC = re.compile(r"^Relocation section '\.rela?(\S+)'")
 _READELF_RELOC = re.compile(r"^[0-9a-f]+\s+[0-9a-f]+\s+(R_X86_64_\w+)\s+[0-9a-f]*\s*(\S*)")
 _READELF_SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(\S+)\s")
-_READELF_IFUNC = re.compile(r"^\s*\d+:\s+[0-9a-f]+\s+\d+\s+IFUNC\s+\S+\s+\S+\s+\S+\s+(\S+)")
+_READELF_IFUNC = re.compile(r"^\s*\d+:\s+[0-9a-f]+\s+(?:\d+|0x[0-9a-f]+)\s+IFUNC\s+\S+\s+\S+\s+\S+\s+(\S+)")
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,13 @@ TABLE = "_dl_ukl_self_symbols"
 COUNT = "_dl_ukl_self_symbols_count"
 # The C library's entry points that search the table.
 _LOOKUPS = {"dlsym", "dlvsym"}
-# readelf -sW: Num: Value Size Type Bind Vis Ndx Name
-_SYMBOL = re.compile(r"^\s*\d+:\s+[0-9a-f]+\s+\d+\s+(\w+)\s+(\w+)\s+(\w+)\s+(\w+)\s+(\S+)$")
+# readelf -sW: Num: Value Size Type Bind Vis Ndx Name (a size over 99999
+# is printed in hex, 0x30d40)
+_SYMBOL = re.compile(r"^\s*\d+:\s+[0-9a-f]+\s+(?:\d+|0x[0-9a-f]+)\s+(\w+)\s+(\w+)\s+(\w+)"
+                     r"\s+(\w+)\s+(\S+)$")
 _EXPORTED_TYPES = {"FUNC", "OBJECT", "NOTYPE"}
-_EXPORTED_BINDS = {"GLOBAL", "WEAK"}
+# UNIQUE: g++'s static variables of inline functions.
+_EXPORTED_BINDS = {"GLOBAL", "WEAK", "UNIQUE"}
 _EXPORTED_VISIBILITY = {"DEFAULT", "PROTECTED"}
 # Names the assembler takes unquoted; others (none in C or C++ output)
 # are left out rather than quoted.
