@@ -308,7 +308,7 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path) -> None:
                           "build the library with ukl-cc (ukl build --debian does for "
                           "a package's library build-dependencies)")
     # Red-zone use is checked at the kernel link: only some kernels mind.
-    findings = lint.problems(lint_inputs.lint_link(res.stdout, out))
+    findings = lint.problems(lint_inputs.lint_link(res.stdout, out, user_args))
     if findings:
         print(lint.report(out, findings), file=sys.stderr)
         raise DriverError("the program failed `ukl lint`")

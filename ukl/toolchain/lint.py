@@ -36,7 +36,8 @@ from pathlib import Path
 
 from ukl.common.errors import UklError
 
-_FILE = re.compile(r"^(?:In archive .*|(\S+):\s+file format \S+)$")
+# A member's name may hold spaces: "bad x.o:     file format elf64-x86-64".
+_FILE = re.compile(r"^(?:In archive .*|(.+?):\s+file format \S+)$")
 _FUNC = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 _INSN = re.compile(r"^\s*([0-9a-f]+):\t(\S+)\s*([^\t]*)")
 _INLINE_RELOC = re.compile(r"\t[0-9a-f]+: (R_X86_64_\w+)\t(\S+)")
@@ -51,7 +52,9 @@ _READELF_FILE = re.compile(r"^File: (?:.*\()?([^()]+?)\)?$")
 _READELF_RELA_SEC = re.compile(r"^Relocation section '\.rela?(\S+)'")
 _READELF_RELOC = re.compile(r"^[0-9a-f]+\s+[0-9a-f]+\s+(R_X86_64_\w+)\s+[0-9a-f]*\s*(\S*)")
 _READELF_SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(\S+)\s")
-_READELF_IFUNC = re.compile(r"^\s*\d+:\s+[0-9a-f]+\s+(?:\d+|0x[0-9a-f]+)\s+IFUNC\s+\S+\s+\S+\s+\S+\s+(\S+)")
+# A size over 99999 is printed in hex.
+_READELF_IFUNC = re.compile(r"^\s*\d+:\s+[0-9a-f]+\s+(?:\d+|0x[0-9a-f]+)\s+IFUNC"
+                            r"\s+\S+\s+\S+\s+\S+\s+(\S+)")
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,18 @@ new entries.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import subprocess
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
 from ukl.common import paths
+from ukl.common.errors import UklError
 from ukl.toolchain import lint
 
 # `ld -t -t` prints an input file by its path and an archive member it
@@ -47,8 +50,59 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
+_ARCHIVE_MAGIC = (b"!<arch>\n", b"!<thin>\n")
+_ELF_MAGIC = b"\x7fELF"
+
+
+def _kind(path: Path) -> str:
+    """"archive", "elf" or "other", by content: a name says nothing."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(8)
+    except OSError:
+        return "other"
+    if head in _ARCHIVE_MAGIC:
+        return "archive"
+    return "elf" if head.startswith(_ELF_MAGIC) else "other"
+
+
+def _tool_version(tool: str) -> str:
+    res = subprocess.run([tool, "--version"], capture_output=True, text=True)
+    return res.stdout.split("\n", 1)[0]
+
+
+@functools.cache
 def _checks_version() -> str:
-    return hashlib.sha256(_LINT_CODE.read_bytes()).hexdigest()[:16]
+    """The checks (lint.py), how findings are grouped here, and the
+    binutils that disassemble: a change to any makes new entries."""
+    h = hashlib.sha256(_LINT_CODE.read_bytes() + Path(__file__).read_bytes())
+    for tool in ("objdump", "readelf"):
+        h.update(_tool_version(tool).encode())
+    return h.hexdigest()[:16]
+
+
+# Linker options that move code between sections or place it (a linker
+# script can put a data section's bytes into .text): with any of them the
+# inputs' own findings do not say what the combined object holds.
+_LAYOUT_OPTIONS = ("-T", "--script", "--section-start", "-Ttext", "-Tdata", "-Tbss")
+
+
+def changes_layout(linker_args: list[str]) -> bool:
+    """Whether a link's arguments (gcc's, -Wl, and -Xlinker included) give
+    the linker a script or a section placement."""
+    words: list[str] = []
+    take = False
+    for a in linker_args:
+        if take:
+            words.append(a)
+            take = False
+        elif a == "-Xlinker":
+            take = True
+        elif a.startswith("-Wl,"):
+            words += a[4:].split(",")
+        else:
+            words.append(a)
+    return any(w.startswith(_LAYOUT_OPTIONS) for w in words)
 
 
 class _Linted:
@@ -61,10 +115,27 @@ class _Linted:
 
 
 def _members(path: Path) -> list[str]:
-    if path.suffix != ".a":
+    if _kind(path) != "archive":
         return [""]
     res = subprocess.run(["ar", "t", str(path)], capture_output=True, text=True)
     return res.stdout.splitlines() if res.returncode == 0 else []
+
+
+def _store(entry: Path, content: object) -> None:
+    """Write a cache entry whole and move it in (builds running side by
+    side share the cache); one that cannot be written costs time, not the
+    link."""
+    tmp: Path | None = None
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        tmp = Path(name)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(content))
+        os.replace(tmp, entry)
+    except OSError:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 def linted(path: Path) -> _Linted:
@@ -80,18 +151,17 @@ def linted(path: Path) -> _Linted:
     grouped: dict[str, list[lint.Finding]] = {}
     for f in lint.lint(path):
         grouped.setdefault(f.obj, []).append(f)
-    if path.suffix != ".a":
+    members = _members(path)
+    if _kind(path) != "archive":
         # A plain object's findings name it by whatever path it was linted
         # under; the same content linked from elsewhere is the same object.
         grouped = {"": [f for fs in grouped.values() for f in fs]}
-    members = _members(path)
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    # Written whole and moved in: builds running side by side share it.
-    tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"members": members,
-                               "findings": {m: [asdict(f) for f in fs]
-                                            for m, fs in grouped.items()}}))
-    tmp.replace(entry)
+    elif not set(grouped) <= set(members):
+        # Findings filed under a name `ar` does not list: they cannot be
+        # told apart by member, so the archive is not used member by member.
+        raise UklError(f"{path}: findings of unknown members")
+    _store(entry, {"members": members,
+                   "findings": {m: [asdict(f) for f in fs] for m, fs in grouped.items()}})
     return _Linted(members, grouped)
 
 
@@ -112,29 +182,40 @@ def used_inputs(trace: str) -> tuple[list[Path], dict[Path, set[str]]] | None:
         path = Path(line)
         if not path.is_file():
             return None
-        if path.suffix != ".a":
+        kind = _kind(path)
+        if kind == "other":
+            # A linker script or a raw binary input: what it makes of
+            # the other inputs shows only in the combined object.
+            return None
+        if kind == "elf":
             objects.append(path)
     return objects, members
 
 
-def lint_link(trace: str, combined: Path) -> list[lint.Finding]:
-    """The findings of the link whose `ld -t -t` trace is `trace` and whose
-    partial-link output is `combined`: its inputs' own, from the cache;
-    `combined` linted whole when the trace cannot say which inputs it
-    took."""
-    used = used_inputs(trace)
+def lint_link(trace: str, combined: Path, linker_args: list[str]) -> list[lint.Finding]:
+    """The findings of the link whose `ld -t -t` trace is `trace`, whose
+    arguments were `linker_args` and whose partial-link output is
+    `combined`: its inputs' own, from the cache; `combined` linted whole
+    when the trace cannot say which inputs it took, or the arguments
+    change where their code goes."""
+    used = None if changes_layout(linker_args) else used_inputs(trace)
     if used is None:
         return lint.lint(combined)
     objects, members = used
     findings: list[lint.Finding] = []
-    for obj in objects:
-        findings += linted(obj).findings.get("", [])
-    for archive, names in members.items():
-        done = linted(archive)
-        if not names <= done.members:
-            # The trace names a member as `ar` does not: the archive
-            # cannot be matched to its members, so lint what was linked.
-            return lint.lint(combined)
-        for name in sorted(names):
-            findings += done.findings.get(name, [])
+    try:
+        for obj in objects:
+            findings += linted(obj).findings.get("", [])
+        for archive, names in members.items():
+            done = linted(archive)
+            if not names <= done.members:
+                # The trace names a member as `ar` does not: the archive
+                # cannot be matched to its members, so lint what was linked.
+                return lint.lint(combined)
+            for name in sorted(names):
+                findings += done.findings.get(name, [])
+    except UklError:
+        # An input objdump cannot read on its own (an archive with a
+        # member that is not an object): the combined object says.
+        return lint.lint(combined)
     return findings
