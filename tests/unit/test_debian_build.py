@@ -337,6 +337,25 @@ def test_a_defaults_package_stands_for_the_library_it_depends_on(
     assert (dep.name, dep.kind, dep.source) == ("libdb-dev", "library", "db5.3")
 
 
+def test_a_transitional_dev_package_stands_for_the_one_it_depends_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """libldap2-dev ships no library, only a dependency on libldap-dev:
+    it is that library (lighttpd's build depends on it), not a tool to
+    install on the host, whose library a UKL link cannot take."""
+    graph = {"libldap2-dev": archive.BinaryPackage("libldap2-dev", "1", "openldap",
+                                                   ("libldap-dev",)),
+             "libldap-dev": archive.BinaryPackage("libldap-dev", "1", "openldap",
+                                                  ("libldap-2.5-0",))}
+    monkeypatch.setattr(archive, "show", graph.get)
+    monkeypatch.setattr(archive, "contents", lambda pkg: {
+        "libldap2-dev": ["usr/share/doc/libldap2-dev/copyright"],
+        "libldap-dev": ["usr/include/ldap.h",
+                        "usr/lib/x86_64-linux-gnu/libldap.so"]}[pkg.name])
+    dep = libdeps.classify(["libldap2-dev"])
+    assert (dep.name, dep.kind, dep.source) == ("libldap2-dev", "library", "openldap")
+    assert dep.package is not None and dep.package.name == "libldap-dev"
+
+
 def test_a_failed_builds_reason_is_its_first_telling_line() -> None:
     log = ("checking for gcc... ukl-cc\n"
            "make[3]: Entering directory 'x'\n"

@@ -56,6 +56,16 @@ def test_switches_name_the_library_its_package_or_its_source() -> None:
         "libreadline-dev": ["--without-readline"]}
 
 
+def test_lighttpds_ldap_and_mysql_switches() -> None:
+    """A transitional package (libldap2-dev) and a -defaults one whose
+    library is MariaDB's, by MySQL's name (default-libmysqlclient-dev)."""
+    off = features.switches_off({"with_ldap", "with_mysql", "with_pgsql"},
+                                [("libldap2-dev", "openldap"),
+                                 ("default-libmysqlclient-dev", "mariadb")])
+    assert {dep: [s.option for s in sws] for dep, sws in off.items()} == {
+        "libldap2-dev": ["--without-ldap"], "default-libmysqlclient-dev": ["--without-mysql"]}
+
+
 def test_a_flavour_of_a_library_does_not_turn_off_what_is_kept() -> None:
     """PHP without curl keeps OpenSSL: libcurl4-openssl-dev names curl,
     not openssl, and a kept library's switches never go off."""

@@ -50,6 +50,9 @@ _ALIASES = {
     "ncurses": ("ncurses", "ncursesw", "curses"),
     # nftables sets (dnsmasq's nonftset).
     "nftables": ("nftables", "nftset", "nft"),
+    # MariaDB's client library, by MySQL's name (lighttpd's --with-mysql).
+    "mysqlclient": ("mysql", "mysqlclient"),
+    "mariadb": ("mariadb", "mysql"),
 }
 _ARG_MACRO = re.compile(r"\bAC_ARG_(ENABLE|WITH)\(\s*\[?\s*([A-Za-z0-9_+.-]+)")
 _USER_OPTS = re.compile(r"^ac_user_opts='([^']*)'", re.M)
@@ -142,7 +145,8 @@ def _stems(dep: str, source: str | None) -> set[str]:
     curl4, curl: not openssl, which is the flavour of curl it is), and its
     source package's words (cyrus-sasl2 -> cyrus-sasl2, sasl2, sasl;
     libnetfilter-conntrack -> conntrack), but generic ones."""
-    name = re.sub(r"-dev$", "", dep.lower())
+    # default-libmysqlclient-dev: the library is the word after "default".
+    name = re.sub(r"^default-", "", re.sub(r"-dev$", "", dep.lower()))
     stems = _bare(name.split("-")[0])
     if source:
         source = source.lower()

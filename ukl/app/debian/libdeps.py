@@ -60,28 +60,51 @@ def _choose(alternatives: list[str]) -> tuple[str, archive.BinaryPackage | None]
     return alternatives[0], None
 
 
+# A development package's name: libdb5.3-dev, libmariadb-dev-compat.
+_DEV = re.compile(r"-dev(?:-[a-z0-9]+)?$")
+
+
 def _real(pkg: archive.BinaryPackage) -> archive.BinaryPackage:
     """The -dev package a "-defaults" source's package stands for
     (libdb-dev -> libdb5.3-dev): its source is the one to build."""
     if pkg.source.endswith("-defaults"):
         for dep in pkg.depends:
-            real = archive.show(dep) if dep.endswith("-dev") else None
+            real = archive.show(dep) if _DEV.search(dep) else None
             if real is not None:
                 return real
     return pkg
 
 
+def _is_library(pkg: archive.BinaryPackage, files: list[str]) -> bool:
+    return any(_STATIC.match(f) for f in files) or (
+        pkg.name.endswith("-dev") and any(_SHARED.match(f) for f in files))
+
+
+def _transitional(pkg: archive.BinaryPackage) -> archive.BinaryPackage:
+    """The -dev package a transitional one that ships no library stands
+    for (libldap2-dev -> libldap-dev), followed a few steps; the package
+    itself if it is not one."""
+    for _ in range(3):
+        if not pkg.name.endswith("-dev") or _is_library(pkg, archive.contents(pkg)):
+            return pkg
+        real = next((r for d in pkg.depends if _DEV.search(d)
+                     and (r := archive.show(d)) is not None), None)
+        if real is None:
+            return pkg
+        pkg = real
+    return pkg
+
+
 def classify(alternatives: list[str]) -> Dependency:
     name, pkg = _choose(alternatives)
-    pkg = _real(pkg) if pkg is not None else None
+    pkg = _transitional(_real(pkg)) if pkg is not None else None
     if archive.TOOLCHAIN.match(name) or (pkg and archive.TOOLCHAIN.match(pkg.name)):
         return Dependency(name, "toolchain", pkg)
     if pkg is None:
         return Dependency(name, "tool", None)
     files = archive.contents(pkg)
-    static = tuple(f for f in files if _STATIC.match(f))
-    if static or (any(_SHARED.match(f) for f in files) and pkg.name.endswith("-dev")):
-        return Dependency(name, "library", pkg, static)
+    if _is_library(pkg, files):
+        return Dependency(name, "library", pkg, tuple(f for f in files if _STATIC.match(f)))
     return Dependency(name, "tool", pkg)
 
 
