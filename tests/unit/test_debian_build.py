@@ -445,6 +445,56 @@ def test_a_failed_build_is_tried_again_without_the_packages_needing_what_was_lef
     assert calls == ["build skip="]
 
 
+def test_what_configure_names_goes_off_too_and_is_reported() -> None:
+    """lighttpd with sqlite and libxml2 left out: configure then stops at
+    --with-webdav-props, which needs them, and at --with-webdav-locks,
+    which needs that; each goes off in turn, in a fresh build."""
+    from ukl.app.debian import build as debbuild
+    from ukl.app.debian import features
+    options = frozenset({"with_webdav_props", "with_webdav_locks", "with_sqlite", "with_pcre2"})
+    left = features.switches_off(set(options), [("libsqlite3-dev", "sqlite3")])
+    off = features.Off(features.site_text(left), (), True, left)
+    errors = {
+        "": "configure: error: --with-webdav-props requires sqlite",
+        "with_webdav_props": "configure: error: --with-webdav-locks requires "
+                             "--with-webdav-props",
+    }
+    calls: list[str] = []
+
+    def build(resume: bool, how: features.Off) -> None:
+        asked = [sw.variable for sw in how.switches.get(features.ASKED, [])]
+        calls.append(",".join(asked))
+        assert "with_sqlite=no" in how.site
+        if not asked or asked == ["with_webdav_props"]:
+            raise UklError(f"debian/rules lighttpd failed: {errors[','.join(asked)]}; full log: "
+                           "x (built without libsqlite3-dev (turned off: --without-sqlite))")
+    final = debbuild.build_with_retries("lighttpd", False, off, build, lambda: None,
+                                        lambda: [], options=options)
+    assert calls == ["", "with_webdav_props", "with_webdav_props,with_webdav_locks"]
+    assert [sw.option for sw in final.switches[features.ASKED]] == [
+        "--without-webdav-props", "--without-webdav-locks"]
+    assert "with_webdav_props=no\nwith_webdav_locks=no" in final.site
+
+
+def test_a_configure_error_naming_no_switch_of_its_own_fails() -> None:
+    from ukl.app.debian import build as debbuild
+    from ukl.app.debian import features
+    messages: list[str] = []
+
+    def build(resume: bool, how: features.Off) -> None:
+        raise UklError(messages[-1])
+    # Not its option; no option named; and, with nothing left out, a
+    # complaint that is the package's own.
+    for message, off in (("configure: error: --with-foo requires bar", True),
+                         ("configure: error: C compiler cannot create executables", True),
+                         ("configure: error: --with-bar requires baz", False)):
+        messages.append(message)
+        with pytest.raises(UklError):
+            debbuild.build_with_retries("x", False, features.Off(missing_ok=off), build,
+                                        lambda: None, lambda: [],
+                                        options=frozenset({"with_bar"}))
+
+
 NETTLE_PC = """libdir=/deps/usr/lib
 Name: Nettle
 Description: low-level cryptographic library

@@ -339,7 +339,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                             else ([], [], []))
     # Debian's rules may force on what was left out: its configure switches
     # go off, and what the build then does not make is not installed.
-    off = features.turn_off(source, [(d.name, d.source) for d in left_out], kept)
+    off = _turned_off(source, left_out, kept, work)
     without = [_left_out_line(d, off.switches.get(d.name, [])) for d in left_out]
     sysroots: list[Path] = []
     for d in deps:
@@ -349,11 +349,13 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     cc, cxx = _compilers(ukl, static=False)
     tree, prefix = work / "tree", work / "install"
     log = _log(rec, ukl, library)
-    # How Debian's build is run (rules.py) is an input too.
-    state = stamp.digest(_state(rec, cc, deps, program=not library), ctl.version,
-                         repr(sysroots),
-                         str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE, repr(off),
-                         rules.environment_summary(ukl, ctl.profiles))
+
+    def state_of(off: features.Off) -> str:
+        # How Debian's build is run (rules.py) is an input too.
+        return stamp.digest(_state(rec, cc, deps, program=not library), ctl.version,
+                            repr(sysroots), str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE,
+                            repr(off), rules.environment_summary(ukl, ctl.profiles))
+    state = state_of(off)
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
         if not stamp.current(work / BUILT_STAMP, state):
@@ -363,13 +365,14 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
             else:
                 _fresh_tree(rec, source, work, tree, log, ukl, state)
             try:
-                build_with_retries(
+                final = build_with_retries(
                     what, resume, off,
                     lambda again, how: rules.build(tree, ukl, cc, cxx, sysroots, log, what,
                                                    again, how, ctl.profiles),
                     lambda: _fresh_tree(rec, source, work, tree, log, ukl, state),
                     lambda: _skippable(ctl, left_out, shipped_in or linked_as),
-                    lambda e: _check_requires(e, left_out, without))
+                    lambda e: _check_requires(e, left_out, without),
+                    frozenset(features.configure_options(source)))
             except UklError as e:
                 wrapped = _with_without(e, without)
                 if wrapped is e:
@@ -377,6 +380,11 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                 raise wrapped from e
             if also:
                 _remember_requires(work, also)
+            # Its configure may have asked for more to go off: later builds
+            # start so, and this one counts as theirs.
+            off = final
+            _remember_asked(work, off)
+            state = state_of(off)
             if ukl:
                 # Any package's libraries may serve another (lz4 is a program
                 # and zstd's library dependency): installed whatever it was
@@ -389,6 +397,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     if program is not None and shipped_in:
         data = tuple(rules.data_trees(tree,
                                       archive.same_source_depends(shipped_in, ctl.binaries)))
+    without += _asked_lines(off)
     done = Built(ctl.source, tree, prefix, program, tools,
                  sysroots=((prefix,) if library else ()) + tuple(sysroots),
                  without=tuple(without), runtime=runtime, version=ctl.version, data=data)
@@ -416,6 +425,38 @@ def _check_requires(e: UklError, left_out: list[LeftOut], without: list[str]) ->
 _REQUIRES_FILE = ".ukl-requires"
 
 
+_ASKED_FILE = ".ukl-asked-off"
+
+
+def _turned_off(source: Path, left_out: list[LeftOut], kept: list[tuple[str, str | None]],
+                work: Path) -> features.Off:
+    """What a build turns off for the libraries left out of it, and what
+    an earlier build's configure asked to turn off too."""
+    off = features.turn_off(source, [(d.name, d.source) for d in left_out], kept)
+    asked = _remembered_asked(work) if left_out else []
+    return features.with_asked_off(off, asked) if asked else off
+
+
+def _asked_lines(off: features.Off) -> list[str]:
+    """The report's line for the switches configure asked to turn off."""
+    asked = off.switches.get(features.ASKED, [])
+    return [" ".join(sw.option for sw in asked) + f" (turned off): {features.ASKED}"] \
+        if asked else []
+
+
+def _remembered_asked(work: Path) -> list[features.Switch]:
+    """The switches an earlier build's configure asked to turn off."""
+    try:
+        return [features.Switch(v) for v in (work / _ASKED_FILE).read_text().split()]
+    except OSError:
+        return []
+
+
+def _remember_asked(work: Path, off: features.Off) -> None:
+    asked = off.switches.get(features.ASKED, [])
+    (work / _ASKED_FILE).write_text("".join(f"{sw.variable}\n" for sw in asked))
+
+
 def _remembered_requires(work: Path) -> frozenset[str]:
     """The libraries a package's build was found to require (dbus: expat)."""
     f = work / _REQUIRES_FILE
@@ -436,10 +477,43 @@ def _skippable(ctl: control.Control, left_out: list[LeftOut], own: str | None) -
                                      keep)
 
 
+# How many times a build goes on turning off what its configure's errors
+# name (each time a fresh build).
+_ASKED_ROUNDS = 4
+
+
 def build_with_retries(what: str, resume: bool, off: features.Off,
                        build: Callable[[bool, features.Off], None], fresh: Callable[[], None],
                        skippable: Callable[[], list[str]],
-                       check: Callable[[UklError], None] = lambda e: None) -> None:
+                       check: Callable[[UklError], None] = lambda e: None,
+                       options: frozenset[str] = frozenset()) -> features.Off:
+    """_build_or_skip; with libraries left out, a build whose configure
+    fails naming its own switches that are still on (`options`: the
+    package's) is built again from the start with them off too, a few
+    times (features.asked_off). Returns what the build that succeeded
+    turned off."""
+    for _ in range(_ASKED_ROUNDS):
+        try:
+            _build_or_skip(what, resume, off, build, fresh, skippable, check)
+            return off
+        except UklError as e:
+            asked = features.asked_off(e.message, set(options), off) if off.missing_ok else []
+            if not asked:
+                raise
+            print(f"ukl: {what}: its configure requires what was left out for "
+                  f"{' '.join(s.option for s in asked)}; building again with that off too",
+                  file=sys.stderr)
+            off = features.with_asked_off(off, asked)
+            fresh()
+            resume = False
+    _build_or_skip(what, resume, off, build, fresh, skippable, check)
+    return off
+
+
+def _build_or_skip(what: str, resume: bool, off: features.Off,
+                   build: Callable[[bool, features.Off], None], fresh: Callable[[], None],
+                   skippable: Callable[[], list[str]],
+                   check: Callable[[UklError], None]) -> None:
     """build(resume, off), resumed or restarted (resume_or_restart); if it
     fails, once more from the start without the binary packages that need
     a left-out library (Debian's rules may build those anyway: dnsmasq's

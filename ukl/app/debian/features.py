@@ -31,6 +31,7 @@ report says what was left out either way.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,7 +188,9 @@ def site_text(switches: dict[str, list[Switch]]) -> str:
     for dep, sws in sorted(switches.items()):
         configure = [s.site_line for s in sws if not s.build_option]
         if configure:
-            lines += [f"# {dep} could not be built for UKL", *configure]
+            why = ("configure's errors named these, which need what was left out"
+                   if dep == ASKED else f"{dep} could not be built for UKL")
+            lines += [f"# {why}", *configure]
     return "\n".join(lines) + "\n" if lines else ""
 
 
@@ -231,6 +234,38 @@ def packages_needing(binaries: list[str], sources: set[str], keep: list[str]) ->
                and dep not in binaries for dep in pkg.depends):
             needing.append(b)
     return needing if len(needing) < len(binaries) else []
+
+
+# configure's error line, and the switches it names: "build without
+# --with-webdav-props", "--with-webdav-props requires sqlite".
+_CONFIGURE_ERROR = re.compile(r"configure: error: (.*)")
+_NAMED_SWITCH = re.compile(r"--(with|enable)-([A-Za-z0-9][A-Za-z0-9_-]*)")
+# The site file's key for switches a configure error asked to go off.
+ASKED = "its configure requires what was left out"
+
+
+def asked_off(message: str, options: set[str], off: Off) -> list[Switch]:
+    """The package's own switches that a configure error names and that
+    are still on: turning off one library's switch can leave a feature
+    needing it on (lighttpd: --without-sqlite, then "--with-webdav-props
+    requires sqlite"), and its configure says which."""
+    m = _CONFIGURE_ERROR.search(message.split("; full log:")[0])
+    if not m:
+        return []
+    done = {sw.variable for sws in off.switches.values() for sw in sws}
+    found: list[Switch] = []
+    for kind, name in _NAMED_SWITCH.findall(m.group(1)):
+        var = _variable(kind, name.rstrip("-_"))
+        if var in options and var not in done and Switch(var) not in found:
+            found.append(Switch(var))
+    return found
+
+
+def with_asked_off(off: Off, switches: list[Switch]) -> Off:
+    """`off` with `switches` (asked_off's) turned off too."""
+    merged = dict(off.switches)
+    merged[ASKED] = [*merged.get(ASKED, []), *switches]
+    return dataclasses.replace(off, site=site_text(merged), switches=merged)
 
 
 def turn_off(tree: Path, left_out: list[tuple[str, str | None]],
