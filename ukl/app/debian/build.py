@@ -126,11 +126,12 @@ def _state(rec: recipe.Recipe, cc: str, deps: list[Built], program: bool) -> str
     patches = [p.read_bytes() for p in rec.patches]
     ukl = cc == str(unikernel.compiler_path(False))
     flags = driver.code_generation_flags() if ukl else []
-    runtime = driver.link_identity() if ukl and program else ""
-    text = repr((dataclasses.replace(rec, args=[], user=None, path="", files=[],
-                                     prepare=None), patches, cc,
-                 [(d.package, d.prefix) for d in deps], flags, runtime))
-    return stamp.digest(text)
+    inputs: tuple[object, ...] = (dataclasses.replace(rec, args=[], user=None, path="", files=[],
+                                                      prepare=None), patches, cc,
+                                  [(d.package, d.prefix) for d in deps], flags)
+    if ukl and program:
+        inputs += (driver.link_identity(),)
+    return stamp.digest(repr(inputs))
 
 
 def _log(rec: recipe.Recipe, ukl: bool, library: bool = False) -> Path:
