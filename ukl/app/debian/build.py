@@ -488,54 +488,39 @@ def build_with_retries(what: str, resume: bool, off: features.Off,
                        skippable: Callable[[], list[str]],
                        check: Callable[[UklError], None] = lambda e: None,
                        options: frozenset[str] = frozenset()) -> features.Off:
-    """_build_or_skip; with libraries left out, a build whose configure
-    fails naming its own switches that are still on (`options`: the
-    package's) is built again from the start with them off too, a few
-    times (features.asked_off). Returns what the build that succeeded
-    turned off."""
-    for _ in range(_ASKED_ROUNDS):
+    """build(resume, off), resumed or restarted (resume_or_restart). If it
+    fails, from the start again: with libraries left out, when its
+    configure's error names switches of the package's own (`options`)
+    that are still on, with them off too (features.asked_off), a few
+    times; else once without the binary packages that need a left-out
+    library (Debian's rules may build those anyway: dnsmasq's Lua
+    variant), if there are any. `check(error)` sees each failure before it
+    goes on, and may raise instead (a build that requires a library it was
+    built without gains nothing from going without more). Returns what the
+    build that succeeded turned off (the skipped packages aside)."""
+    skip: tuple[str, ...] = ()
+    for attempt in range(_ASKED_ROUNDS + 2):
         try:
-            _build_or_skip(what, resume, off, build, fresh, skippable, check)
+            if attempt == 0:
+                resume_or_restart(resume, what, lambda again: build(again, off), fresh)
+            else:
+                build(False, dataclasses.replace(off, skip=skip))
             return off
         except UklError as e:
+            check(e)
             asked = features.asked_off(e.message, set(options), off) if off.missing_ok else []
-            if not asked:
+            if asked and attempt < _ASKED_ROUNDS:
+                print(f"ukl: {what}: its configure requires what was left out for "
+                      f"{' '.join(sw.option for sw in asked)}; building again with that off "
+                      "too", file=sys.stderr)
+                off = features.with_asked_off(off, asked)
+            elif not skip and (skip := tuple(skippable())):
+                print(f"ukl: {what}: building again without {', '.join(skip)} (they need "
+                      "libraries left out)", file=sys.stderr)
+            else:
                 raise
-            print(f"ukl: {what}: its configure requires what was left out for "
-                  f"{' '.join(s.option for s in asked)}; building again with that off too",
-                  file=sys.stderr)
-            off = features.with_asked_off(off, asked)
             fresh()
-            resume = False
-    _build_or_skip(what, resume, off, build, fresh, skippable, check)
-    return off
-
-
-def _build_or_skip(what: str, resume: bool, off: features.Off,
-                   build: Callable[[bool, features.Off], None], fresh: Callable[[], None],
-                   skippable: Callable[[], list[str]],
-                   check: Callable[[UklError], None]) -> None:
-    """build(resume, off), resumed or restarted (resume_or_restart); if it
-    fails, once more from the start without the binary packages that need
-    a left-out library (Debian's rules may build those anyway: dnsmasq's
-    Lua variant), if there are any. `check(error)` sees each failure
-    before it goes on, and may raise instead (a build that requires a
-    library it was built without gains nothing from going without more)."""
-    try:
-        resume_or_restart(resume, what, lambda again: build(again, off), fresh)
-    except UklError as e:
-        check(e)
-        skip = skippable()
-        if not skip:
-            raise
-        print(f"ukl: {what}: building again without {', '.join(skip)} (they need libraries "
-              "left out)", file=sys.stderr)
-        fresh()
-        try:
-            build(False, dataclasses.replace(off, skip=tuple(skip)))
-        except UklError as again:
-            check(again)
-            raise
+    raise UklError(f"{what}: still failing after {_ASKED_ROUNDS + 2} builds")
 
 
 def resume_or_restart(resume: bool, what: str, build: Callable[[bool], None],
