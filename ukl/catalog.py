@@ -228,7 +228,8 @@ def recorded(csv_path: Path, entries: list[Entry], default_ran: str = "") -> dic
     with csv_path.open(newline="") as f:
         for r in csv.DictReader(f):
             entry = known.get(r.get("package", ""))
-            if entry is None:
+            # A row of a test since changed says nothing of the new one.
+            if entry is None or r.get("test") != entry.test:
                 continue
             failure, log = r.get("failure", ""), r.get("log", "")
             rows[entry.name] = Row(

@@ -10,6 +10,7 @@ sys.argv.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import platform
@@ -50,20 +51,28 @@ class ResultsWriter:
         self.dir.mkdir(parents=True, exist_ok=True)
         return self.dir / filename
 
+    def _write(self, filename: str, text: str) -> Path:
+        """Written whole and moved in: a run stopped while writing, or a
+        reader at the same time, never sees half a file (the catalog's
+        table is the only record of its earlier rows)."""
+        path = self._path(filename)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+        return path
+
     def csv(self, filename: str, header: Sequence[str],
             rows: Iterable[Sequence[object]]) -> Path:
-        path = self._path(filename)
-        with path.open("w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(header)
-            writer.writerows(rows)
-        return path
+        out = io.StringIO(newline="")
+        writer = csv.writer(out)
+        writer.writerow(header)
+        writer.writerows(rows)
+        return self._write(filename, out.getvalue())
 
     def markdown(self, filename: str, body: str) -> Path:
         """`body` under a first line that says how the figures were made."""
-        path = self._path(filename)
-        path.write_text(f"Command: `{self.command}` (run {self.date})\n\n{body.rstrip()}\n")
-        return path
+        return self._write(filename,
+                           f"Command: `{self.command}` (run {self.date})\n\n{body.rstrip()}\n")
 
     def meta(self, filename: str, flavours: Sequence[Flavour],
              **fields: object) -> Path:
@@ -81,6 +90,4 @@ class ResultsWriter:
             "config_options": {f.name: f.kconfig for f in flavours},
             **fields,
         }
-        path = self._path(filename)
-        path.write_text(json.dumps(meta, indent=2) + "\n")
-        return path
+        return self._write(filename, json.dumps(meta, indent=2) + "\n")

@@ -160,3 +160,14 @@ def test_a_row_not_reached_yet_stays_as_recorded(tmp_path: Path,
     assert rows["bc"].ran == "2026-11-02"
     md = (tmp_path / "cat" / "catalog.md").read_text()
     assert f"(In progress: 1 of the {len(entries)} packages of this run so far.)" in md
+
+
+def test_a_row_of_a_test_since_changed_is_not_carried(tmp_path: Path) -> None:
+    entry = _entry("good")
+    _write(tmp_path / "catalog.csv", [
+        catalog.Row(entry, version="1", build=catalog.Verdict(True), ukl=catalog.Verdict(True),
+                    stock=catalog.Verdict(True), recipe="none")])
+    assert list(catalog.recorded(tmp_path / "catalog.csv", [entry])) == ["good"]
+    changed = catalog.Entry(name="good", package="good", program=None, test="another test",
+                            args=[], expect="ok")
+    assert catalog.recorded(tmp_path / "catalog.csv", [changed]) == {}
