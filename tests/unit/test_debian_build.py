@@ -474,6 +474,9 @@ def test_what_configure_names_goes_off_too_and_is_reported() -> None:
     assert [sw.option for sw in final.switches[features.ASKED]] == [
         "--without-webdav-props", "--without-webdav-locks"]
     assert "with_webdav_props=no\nwith_webdav_locks=no" in final.site
+    assert debbuild._asked_lines(final) == [
+        "webdav-props, webdav-locks (turned off: --without-webdav-props --without-webdav-locks): "
+        "its configure requires what was left out"]
 
 
 def test_a_configure_error_naming_no_switch_of_its_own_fails() -> None:

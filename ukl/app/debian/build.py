@@ -441,8 +441,11 @@ def _turned_off(source: Path, left_out: list[LeftOut], kept: list[tuple[str, str
 def _asked_lines(off: features.Off) -> list[str]:
     """The report's line for the switches configure asked to turn off."""
     asked = off.switches.get(features.ASKED, [])
-    return [" ".join(sw.option for sw in asked) + f" (turned off): {features.ASKED}"] \
-        if asked else []
+    if not asked:
+        return []
+    names = ", ".join(sw.variable.partition("_")[2].replace("_", "-") for sw in asked)
+    options = " ".join(sw.option for sw in asked)
+    return [f"{names} (turned off: {options}): {features.ASKED}"]
 
 
 def _remembered_asked(work: Path) -> list[features.Switch]:
