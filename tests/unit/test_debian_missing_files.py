@@ -87,3 +87,23 @@ def test_debians_own_dh_install_goes_on_without_what_was_not_built(tmp_path: Pat
     # Without anything left out, no shim: a missing file stays an error.
     rules.compiler_shims(tmp_path / "shims", "/usr/bin/gcc", "/usr/bin/g++")
     assert not (shims / "dh_install").exists()
+
+
+def test_dh_missing_lists_instead_of_failing_when_libraries_were_left_out(
+        tmp_path: Path) -> None:
+    """debhelper 13's dh_missing fails on installed files no package
+    takes, as --fail-missing does; with packages skipped for a left-out
+    library (dbus's daemon), those are expected: the shim lists them."""
+    from ukl.app.debian import rules
+    shims = rules.compiler_shims(tmp_path / "shims", "cc", "c++", missing_ok=True)
+    script = (shims / "dh_missing").read_text()
+    assert script == rules.DH_MISSING_LISTS
+    echo = tmp_path / "echo-dh-missing"
+    echo.write_text(script.replace("exec /usr/bin/dh_missing", "echo"))
+    for args, expected in ((["--fail-missing", "-pdbus"], "--list-missing -pdbus --list-missing"),
+                           ([], "--list-missing")):
+        out = subprocess.run(["sh", str(echo), *args], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        assert out == expected
+    rules.compiler_shims(tmp_path / "shims", "cc", "c++", missing_ok=False)
+    assert not (shims / "dh_missing").exists()

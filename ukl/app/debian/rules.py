@@ -109,6 +109,22 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
     return env
 
 
+# dh_missing in a build that left libraries out: what it installed but no
+# package took is listed, not an error. The packages that needed a
+# left-out library are skipped (DH_OPTIONS=-N), and their files, which
+# the build still made (dbus's daemon), are then in no package; debhelper
+# 13 makes dh_missing fail on those by default, as --fail-missing does.
+DH_MISSING_LISTS = """#!/bin/sh
+# Written by ukl build --debian (ukl/app/debian/rules.py).
+for a; do
+    shift
+    [ "$a" = --fail-missing ] && a=--list-missing
+    set -- "$@" "$a"
+done
+exec /usr/bin/dh_missing "$@" --list-missing
+"""
+
+
 def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False) -> Path:
     """A directory of the compiler names Debian's rules call directly
     (zlib's and zstd's use x86_64-linux-gnu-gcc, not $CC), each running
@@ -116,14 +132,18 @@ def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False) -> Path
     goes first in PATH. ukl-cc takes it out of PATH for the compilers it
     runs itself. `missing_ok`: dh_install there too,
     which does not install what the build did not make
-    (ukl.app.debian.missing_files)."""
+    (ukl.app.debian.missing_files), and dh_missing, which lists what no
+    package took instead of failing (DH_MISSING_LISTS)."""
     d.mkdir(parents=True, exist_ok=True)
-    dh_install = d / "dh_install"
+    dh_install, dh_missing = d / "dh_install", d / "dh_missing"
     if missing_ok:
         dh_install.write_text(f'#!/bin/sh\nexec {sys.executable} {missing_files.__file__} "$@"\n')
-        dh_install.chmod(0o755)
+        dh_missing.write_text(DH_MISSING_LISTS)
+        for shim in (dh_install, dh_missing):
+            shim.chmod(0o755)
     else:
         dh_install.unlink(missing_ok=True)
+        dh_missing.unlink(missing_ok=True)
     targets: list[tuple[tuple[str, ...], str]] = [(_CC_NAMES, cc), (_CXX_NAMES, cxx)]
     # A UKL program links only static archives: a library's pkg-config
     # flags are the ones for a static link. (A module whose
