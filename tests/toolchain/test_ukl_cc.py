@@ -6,6 +6,7 @@ and the embedded relocatable UKL object for the kernel (checked here).
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -338,3 +339,27 @@ def test_a_configure_check_links_for_the_host_only(tmp_path: Path) -> None:
     res = subprocess.run([str(REPO / "bin" / "ukl-cc"), str(raw), "-o", str(probe)],
                          capture_output=True, text=True)
     assert res.returncode != 0 and "ukl lint" in res.stderr
+
+
+def test_a_library_builds_program_takes_its_own_definitions_first(tmp_path: Path) -> None:
+    """OpenSSL's tls13secretstest defines libssl's internal functions
+    itself, which the shared libssl hides; linked against libssl.a the
+    names clash. In a library's Debian build (whose programs no UKL link
+    takes) the program's definitions win, as in the dynamic link; in any
+    other link, and in a configure check, the clash is an error."""
+    (tmp_path / "lib.c").write_text("int internal(void) { return 1; }\n"
+                                    "int api(void) { return internal(); }\n")
+    subprocess.run([UKL_CC, "-c", "-o", str(tmp_path / "lib.o"), str(tmp_path / "lib.c")],
+                   check=True)
+    subprocess.run(["ar", "rcs", str(tmp_path / "libx.a"), str(tmp_path / "lib.o")], check=True)
+    (tmp_path / "t.c").write_text("int api(void);\nint internal(void) { return 5; }\n"
+                                  "int main(void) { return api() + internal(); }\n")
+    library_build = {**os.environ, driver.LIBRARY_BUILD_ENV: "1"}
+    for out, env, ok in (("t", None, False), ("t", library_build, True),
+                         ("conftest", library_build, False)):
+        res = subprocess.run([UKL_CC, "-O2", "-o", str(tmp_path / out), str(tmp_path / "t.c"),
+                              f"-L{tmp_path}", "-lx"], capture_output=True, text=True, env=env)
+        assert (res.returncode == 0) == ok, (out, env is not None, res.stderr)
+        if ok:
+            # Its own internal() for both calls: 5 + 5.
+            assert subprocess.run([str(tmp_path / out)]).returncode == 10

@@ -73,6 +73,14 @@ DEPS_SYSROOT_ENV = "UKL_DEPS_SYSROOT"
 # package's own build and packaging run to the end and give its static
 # archive and headers, the parts a UKL program links.
 SHARED_STANDIN_ENV = "UKL_SHARED_STANDIN"
+# Set for a Debian build wanted only for its static libraries and headers
+# (a UKL program's library dependency): no UKL link takes its programs.
+# They link against its static archives where Debian's link used its
+# shared libraries, whose version script hides internal functions that
+# a test program then defines itself (OpenSSL's tls13secretstest): the
+# program's own definitions are taken first (-z muldefs), as they would
+# be found first in the dynamic link.
+LIBRARY_BUILD_ENV = "UKL_LIBRARY_BUILD"
 # Set with them: a directory of compiler names that run ukl-cc (Debian's
 # rules that call x86_64-linux-gnu-gcc directly), first in PATH. The
 # compilers ukl-cc runs must be the real ones: it takes the directory out.
@@ -280,7 +288,8 @@ def crossing(name: str) -> bool:
     return name in KERNEL_PROVIDED or bool(KERNEL_PROVIDED_PATTERN.match(name))
 
 
-def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path) -> None:
+def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path,
+                         first_definition_wins: bool = False) -> None:
     """Compile the user's sources and combine them with the user's objects and
     libraries into one relocatable object, then lint it.
 
@@ -295,8 +304,9 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path) -> None:
     # libtestutil.a): nothing in a partial link asks for it, so say it is
     # wanted, as crt1.o would in a final link. --trace twice names the
     # archive members taken too, whose findings lint_inputs keeps.
+    muldefs = ["-Wl,-z,muldefs"] if first_definition_wins else []
     cmd = [gcc, *compile_flags(cxx), "-r", "-nostdlib", "-Wl,-Bstatic",
-           "-Wl,--trace", "-Wl,--trace",
+           "-Wl,--trace", "-Wl,--trace", *muldefs,
            "-Wl,--undefined=main",
            *_library_dirs(), *static_inputs(partial_link_args(user_args)), "-o", str(out)]
     res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
@@ -374,7 +384,11 @@ def link(cxx: bool, args: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="ukl-cc-") as tmpdir:
         tmp = Path(tmpdir)
         user_obj = tmp / "user.o"
-        _combine_user_inputs(cxx, user_args, user_obj)
+        # A library build's programs (LIBRARY_BUILD_ENV); not configure's
+        # checks, whose answers must not change.
+        _combine_user_inputs(cxx, user_args, user_obj,
+                             first_definition_wins=os.environ.get(LIBRARY_BUILD_ENV) == "1"
+                             and not configure_probe(output))
         _run([gcc, "-static", "-no-pie", "-nostdlib", *start, str(user_obj), str(host_entry),
               *libs, *end, "-o", str(output)])
         if configure_probe(output):

@@ -369,7 +369,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                 final = build_with_retries(
                     what, resume, off,
                     lambda again, how: rules.build(tree, ukl, cc, cxx, sysroots, log, what,
-                                                   again, how, ctl.profiles),
+                                                   again, how, ctl.profiles, library),
                     lambda: _fresh_tree(rec, source, work, tree, log, ukl, state),
                     lambda: _skippable(ctl, left_out, shipped_in or linked_as),
                     lambda e: _check_requires(e, left_out, without),

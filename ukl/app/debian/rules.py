@@ -44,7 +44,8 @@ from ukl.common.buildenv import build_env, jobs
 from ukl.common.errors import UklError
 from ukl.common.proc import log_since, log_size, run_logged, run_quiet
 from ukl.toolchain import layout
-from ukl.toolchain.driver import COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, SHARED_STANDIN_ENV
+from ukl.toolchain.driver import (COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, LIBRARY_BUILD_ENV,
+                                  SHARED_STANDIN_ENV)
 
 # Part of every Debian build's state (ukl.app.debian.build): raise it when
 # how Debian's build is run changes what it makes, so builds made the old
@@ -75,8 +76,10 @@ def _build_options() -> str:
 
 
 def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
-                off: Off = Off(), profiles: frozenset[str] = control.PROFILES) -> dict[str, str]:
-    """The build's environment."""
+                off: Off = Off(), profiles: frozenset[str] = control.PROFILES,
+                library: bool = False) -> dict[str, str]:
+    """The build's environment. `library`: a build wanted for its static
+    libraries and headers only, whose programs no UKL link takes."""
     env = build_env(CC=cc, CXX=cxx,
                     DEB_BUILD_OPTIONS=" ".join([_build_options(), *off.build_options]),
                     DEB_BUILD_PROFILES=",".join(sorted(profiles)),
@@ -101,6 +104,8 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
         "PKG_CONFIG_LIBDIR": ":".join(pkgconfig) or str(work / "no-pkgconfig"),
         "DPKG_GENSYMBOLS_CHECK_LEVEL": "0",
     })
+    if library:
+        env[LIBRARY_BUILD_ENV] = "1"
     site = work / "config.site"
     site.write_text(CONFIG_SITE + off.site)
     env["CONFIG_SITE"] = str(site)
@@ -209,14 +214,14 @@ def unmet_build_depends(tree: Path, profiles: frozenset[str] = control.PROFILES)
 
 def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
           what: str, resume: bool, off: Off = Off(),
-          profiles: frozenset[str] = control.PROFILES) -> None:
+          profiles: frozenset[str] = control.PROFILES, library: bool = False) -> None:
     """dpkg-buildpackage for the architecture-dependent packages. `resume`:
     the tree holds an interrupted build of the same state; go on without
     cleaning (dh's stamps skip the steps already done)."""
     work = tree.parent
     for old in work.glob("*.deb"):
         old.unlink()
-    env = environment(ukl, cc, cxx, deps, work, off, profiles)
+    env = environment(ukl, cc, cxx, deps, work, off, profiles, library)
     if ukl:
         allow_static_archives(tree)
     cmd = ["dpkg-buildpackage", "--build=any", "--no-sign", "-d",
