@@ -356,6 +356,38 @@ def test_a_transitional_dev_package_stands_for_the_one_it_depends_on(
     assert dep.package is not None and dep.package.name == "libldap-dev"
 
 
+def test_a_headers_only_dev_package_goes_into_the_ukl_sysroot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """systemtap-sdt-dev ships <sys/sdt.h> and no library: Python's build
+    includes it, and ukl-cc does not search the host's /usr/include. Its
+    headers come from Debian's .deb into a tree ukl-cc searches."""
+    from ukl.app.debian import build as debbuild
+    monkeypatch.setenv("UKL_BUILD_DIR", str(tmp_path / "build"))
+    pkg = archive.BinaryPackage("systemtap-sdt-dev", "4.8-2", "systemtap", ("python3:any",))
+    monkeypatch.setattr(archive, "show", {"systemtap-sdt-dev": pkg}.get)
+    monkeypatch.setattr(archive, "contents", lambda p: [
+        "usr/", "usr/include/", "usr/include/sys/", "usr/include/sys/sdt.h", "usr/bin/dtrace"])
+    dep = libdeps.classify(["systemtap-sdt-dev"])
+    assert (dep.kind, dep.source) == ("headers", "systemtap")
+
+    root = tmp_path / "deb"
+    (root / "DEBIAN").mkdir(parents=True)
+    (root / "DEBIAN" / "control").write_text(
+        "Package: systemtap-sdt-dev\nVersion: 4.8-2\nArchitecture: all\n"
+        "Maintainer: x <x@example.org>\nDescription: x\n")
+    (root / "usr" / "include" / "sys").mkdir(parents=True)
+    (root / "usr" / "include" / "sys" / "sdt.h").write_text("#define UKL_SDT 1\n")
+    deb = tmp_path / "systemtap-sdt-dev_4.8-2_all.deb"
+    subprocess.run(["dpkg-deb", "-b", str(root), str(deb)], check=True, capture_output=True)
+    monkeypatch.setattr(archive, "download", lambda p: deb)
+    built = debbuild._headers(pkg)
+    assert built.sysroots == (built.prefix,)
+    assert (built.prefix / "usr" / "include" / "sys" / "sdt.h").read_text() == "#define UKL_SDT 1\n"
+    # Unpacked once.
+    monkeypatch.setattr(archive, "download", lambda p: pytest.fail("downloaded again"))
+    assert debbuild._headers(pkg).prefix == built.prefix
+
+
 def test_a_failed_builds_reason_is_its_first_telling_line() -> None:
     log = ("checking for gcc... ukl-cc\n"
            "make[3]: Entering directory 'x'\n"

@@ -250,6 +250,9 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
     seen: set[str] = set()
     for dep in libdeps.classify_all(ctl.build_depends):
         src = dep.source
+        if dep.kind == "headers" and dep.package is not None:
+            built.append(_headers(dep.package))
+            continue
         if dep.kind != "library" or src is None or src == ctl.source:
             continue
         names = {dep.name, src} | ({dep.package.name} if dep.package else set())
@@ -291,6 +294,23 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
         built.append(lib)
         kept.append((dep.name, src))
     return built, without, kept
+
+
+def _headers(pkg: archive.BinaryPackage) -> Built:
+    """A headers-only -dev package unpacked from Debian's .deb, as a
+    dependency's install tree ukl-cc searches: its headers are source, the
+    same for a UKL build as for the host's."""
+    prefix = paths.build_root() / "debian" / "headers" / f"{pkg.name}_{pkg.version}"
+    if not (prefix / "usr" / "include").is_dir():
+        deb = archive.download(pkg)
+        staging = prefix.with_name(prefix.name + f".{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        run_logged(["dpkg-deb", "-x", str(deb), str(staging)], label=f"unpack {pkg.name}",
+                   log_path=paths.logs_dir() / f"unpack-{pkg.name}.log")
+        shutil.rmtree(prefix, ignore_errors=True)
+        staging.rename(prefix)
+    return Built(pkg.name, prefix, prefix, None, [], sysroots=(prefix,), version=pkg.version)
 
 
 def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,

@@ -24,7 +24,11 @@ from ukl.app.debian import archive, control
 
 _STATIC = re.compile(r"^usr/lib/(?:[a-z0-9_]+-linux-gnu/)?[^/]+\.a$")
 _SHARED = re.compile(r"^usr/lib/(?:[a-z0-9_]+-linux-gnu/)?[^/]+\.so$")
-KINDS = ("toolchain", "library", "tool")
+# headers: a -dev package of headers only (systemtap-sdt-dev's
+# <sys/sdt.h>, which Python's build includes), whose headers a UKL build
+# needs in its sysroot: the host's /usr/include is not searched.
+KINDS = ("toolchain", "library", "headers", "tool")
+_HEADER = re.compile(r"^usr/include/.+[^/]$")
 # Source packages whose libraries a UKL build does not try: the reason,
 # reported as what the package was built without.
 NOT_FOR_UKL = {
@@ -105,6 +109,8 @@ def classify(alternatives: list[str]) -> Dependency:
     files = archive.contents(pkg)
     if _is_library(pkg, files):
         return Dependency(name, "library", pkg, tuple(f for f in files if _STATIC.match(f)))
+    if pkg.name.endswith("-dev") and any(_HEADER.match(f) for f in files):
+        return Dependency(name, "headers", pkg)
     return Dependency(name, "tool", pkg)
 
 
