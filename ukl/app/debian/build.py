@@ -538,6 +538,8 @@ def build_with_retries(what: str, resume: bool, off: features.Off,
                       "too", file=sys.stderr)
                 off = features.with_asked_off(off, asked)
             elif not skip and (skip := tuple(skippable())):
+                # The fresh build starts a new log: say why this one failed.
+                print(f"ukl: {e.message.split('; full log:')[0]}", file=sys.stderr)
                 print(f"ukl: {what}: building again without {', '.join(skip)} (they need "
                       "libraries left out)", file=sys.stderr)
             else:
