@@ -593,3 +593,35 @@ def test_a_ukl_program_is_built_again_with_another_toolchain(
     assert before[0] != after[0]
     assert before[1:] == after[1:]
     assert states() == after
+
+
+def test_an_interrupted_dpkg_is_finished_before_installing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """apt refuses every install after one stopped part way until
+    `dpkg --configure -a` runs: it runs once, and the install again."""
+    monkeypatch.setenv("UKL_BUILD_DIR", str(tmp_path / "build"))
+    monkeypatch.setattr(archive.packages, "installed", lambda names: set())
+    monkeypatch.setattr(archive.os, "geteuid", lambda: 0)
+    ran: list[str] = []
+
+    def fake_run(cmd: list[str], *, label: str, log_path: Path, **kw: object) -> None:
+        ran.append(cmd[0] if cmd[0] == "dpkg" else "apt-get install")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        if ran == ["apt-get install"]:
+            with log_path.open("a") as f:
+                f.write(f"E: {archive.DPKG_INTERRUPTED} to correct the problem.\n")
+            raise UklError("apt-get install failed")
+    monkeypatch.setattr(archive, "run_logged", fake_run)
+    archive.install(["libtool-bin"], "building x")
+    assert ran == ["apt-get install", "dpkg", "apt-get install"]
+    # Another failure is not dpkg's: no second try.
+    ran.clear()
+    (tmp_path / "build" / "logs" / "apt-install.log").write_text("")
+
+    def failing(cmd: list[str], *, label: str, log_path: Path, **kw: object) -> None:
+        ran.append(cmd[0])
+        raise UklError("E: Unable to locate package nothing")
+    monkeypatch.setattr(archive, "run_logged", failing)
+    with pytest.raises(UklError):
+        archive.install(["nothing"], "building x")
+    assert ran == ["apt-get"]

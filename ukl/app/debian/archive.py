@@ -18,7 +18,7 @@ from debian.deb822 import Deb822
 
 from ukl.common import paths
 from ukl.common.errors import UklError
-from ukl.common.proc import run_logged
+from ukl.common.proc import log_since, log_size, run_logged
 from ukl.host import packages
 
 
@@ -171,12 +171,26 @@ def install(names: list[str], why: str) -> None:
         raise UklError(f"{why} needs these Debian packages on this machine: "
                        f"{' '.join(missing)}; as root: apt-get install {' '.join(missing)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    run_logged(["apt-get", *packages.WAIT_FOR_DPKG, "install", "-y", "--no-install-recommends",
-                *missing],
-               label=f"apt-get install ({len(missing)} packages for {why})", env=env,
-               log_path=paths.logs_dir() / "apt-install.log", append=True)
+    log = paths.logs_dir() / "apt-install.log"
+    cmd = ["apt-get", *packages.WAIT_FOR_DPKG, "install", "-y", "--no-install-recommends",
+           *missing]
+    label = f"apt-get install ({len(missing)} packages for {why})"
+    start = log_size(log)
+    try:
+        run_logged(cmd, label=label, env=env, log_path=log, append=True)
+    except UklError:
+        # An install stopped part way (a build interrupted while apt ran)
+        # leaves dpkg wanting its packages configured; apt refuses
+        # everything until they are. Finish them, as apt says to, once.
+        if DPKG_INTERRUPTED not in log_since(log, start):
+            raise
+        run_logged(["dpkg", "--configure", "-a"], label="dpkg --configure -a (an interrupted "
+                   "install)", env=env, log_path=log, append=True)
+        run_logged(cmd, label=label, env=env, log_path=log, append=True)
 
 
+# apt-get's refusal after an install stopped part way.
+DPKG_INTERRUPTED = "dpkg was interrupted, you must manually run 'dpkg --configure -a'"
 _PROGRAM_DIRS = ("usr/bin", "usr/sbin", "bin", "sbin", "usr/games")
 
 

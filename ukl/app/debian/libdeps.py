@@ -24,9 +24,10 @@ from ukl.app.debian import archive, control
 
 _STATIC = re.compile(r"^usr/lib/(?:[a-z0-9_]+-linux-gnu/)?[^/]+\.a$")
 _SHARED = re.compile(r"^usr/lib/(?:[a-z0-9_]+-linux-gnu/)?[^/]+\.so$")
-# headers: a -dev package of headers only (systemtap-sdt-dev's
-# <sys/sdt.h>, which Python's build includes), whose headers a UKL build
-# needs in its sysroot: the host's /usr/include is not searched.
+# headers: a package of headers and no library (systemtap-sdt-dev's
+# <sys/sdt.h>, valgrind's <valgrind/valgrind.h>, both of which Python's
+# build includes), whose headers a UKL build needs in its sysroot: the
+# host's /usr/include is not searched.
 KINDS = ("toolchain", "library", "headers", "tool")
 _HEADER = re.compile(r"^usr/include/.+[^/]$")
 # Source packages whose libraries a UKL build does not try: the reason,
@@ -109,7 +110,7 @@ def classify(alternatives: list[str]) -> Dependency:
     files = archive.contents(pkg)
     if _is_library(pkg, files):
         return Dependency(name, "library", pkg, tuple(f for f in files if _STATIC.match(f)))
-    if pkg.name.endswith("-dev") and any(_HEADER.match(f) for f in files):
+    if any(_HEADER.match(f) for f in files):
         return Dependency(name, "headers", pkg)
     return Dependency(name, "tool", pkg)
 
