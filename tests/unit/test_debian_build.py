@@ -625,3 +625,18 @@ def test_an_interrupted_dpkg_is_finished_before_installing(
     with pytest.raises(UklError):
         archive.install(["nothing"], "building x")
     assert ran == ["apt-get"]
+
+
+def test_a_metapackage_stands_for_what_it_depends_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """valgrind-if-available (Python's build dependency) ships only its
+    documentation and depends on valgrind, whose <valgrind/valgrind.h>
+    Python's --with-valgrind includes."""
+    graph = {"valgrind-if-available": archive.BinaryPackage(
+                 "valgrind-if-available", "1", "valgrind-if-available", ("valgrind",)),
+             "valgrind": archive.BinaryPackage("valgrind", "1", "valgrind", ())}
+    monkeypatch.setattr(archive, "show", graph.get)
+    monkeypatch.setattr(archive, "contents", lambda pkg: {
+        "valgrind-if-available": ["", "usr/", "usr/share/doc/valgrind-if-available/copyright"],
+        "valgrind": ["usr/bin/valgrind", "usr/include/valgrind/valgrind.h"]}[pkg.name])
+    dep = libdeps.classify(["valgrind-if-available"])
+    assert (dep.name, dep.kind, dep.source) == ("valgrind-if-available", "headers", "valgrind")

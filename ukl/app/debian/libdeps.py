@@ -85,14 +85,25 @@ def _is_library(pkg: archive.BinaryPackage, files: list[str]) -> bool:
         pkg.name.endswith("-dev") and any(_SHARED.match(f) for f in files))
 
 
+def _only_docs(files: list[str]) -> bool:
+    """A package of directories and usr/share files only (a metapackage's
+    documentation)."""
+    return all(not f or f.endswith("/") or f.startswith("usr/share/") for f in files)
+
+
 def _transitional(pkg: archive.BinaryPackage) -> archive.BinaryPackage:
-    """The -dev package a transitional one that ships no library stands
-    for (libldap2-dev -> libldap-dev), followed a few steps; the package
-    itself if it is not one."""
+    """The package a transitional or meta package stands for, followed a
+    few steps: a -dev package that ships no library stands for the -dev
+    package it depends on (libldap2-dev -> libldap-dev), a package of
+    documentation only for the first package it depends on
+    (valgrind-if-available -> valgrind); the package itself if it is
+    neither."""
     for _ in range(3):
-        if not pkg.name.endswith("-dev") or _is_library(pkg, archive.contents(pkg)):
+        files = archive.contents(pkg)
+        dev = pkg.name.endswith("-dev") and not _is_library(pkg, files)
+        if not dev and not _only_docs(files):
             return pkg
-        real = next((r for d in pkg.depends if _DEV.search(d)
+        real = next((r for d in pkg.depends if (_DEV.search(d) or not dev)
                      and (r := archive.show(d)) is not None), None)
         if real is None:
             return pkg
