@@ -363,7 +363,7 @@ def test_a_headers_only_dev_package_goes_into_the_ukl_sysroot(
     headers come from Debian's .deb into a tree ukl-cc searches."""
     from ukl.app.debian import build as debbuild
     monkeypatch.setenv("UKL_BUILD_DIR", str(tmp_path / "build"))
-    pkg = archive.BinaryPackage("systemtap-sdt-dev", "4.8-2", "systemtap", ("python3:any",))
+    pkg = archive.BinaryPackage("systemtap-sdt-dev", "1:4.8-2", "systemtap", ("python3:any",))
     monkeypatch.setattr(archive, "show", {"systemtap-sdt-dev": pkg}.get)
     monkeypatch.setattr(archive, "contents", lambda p: [
         "usr/", "usr/include/", "usr/include/sys/", "usr/include/sys/sdt.h", "usr/bin/dtrace"])
@@ -382,6 +382,8 @@ def test_a_headers_only_dev_package_goes_into_the_ukl_sysroot(
     monkeypatch.setattr(archive, "download", lambda p: deb)
     built = debbuild._headers(pkg)
     assert built.sysroots == (built.prefix,)
+    # Its path goes into a colon-separated list: an epoch's colon is not in it.
+    assert ":" not in str(built.prefix)
     assert (built.prefix / "usr" / "include" / "sys" / "sdt.h").read_text() == "#define UKL_SDT 1\n"
     # Unpacked once.
     monkeypatch.setattr(archive, "download", lambda p: pytest.fail("downloaded again"))

@@ -300,7 +300,10 @@ def _headers(pkg: archive.BinaryPackage) -> Built:
     """A headers-only -dev package unpacked from Debian's .deb, as a
     dependency's install tree ukl-cc searches: its headers are source, the
     same for a UKL build as for the host's."""
-    prefix = paths.build_root() / "debian" / "headers" / f"{pkg.name}_{pkg.version}"
+    # No ":" (an epoch): the path goes into $UKL_DEPS_SYSROOT, a list of
+    # directories separated by colons.
+    version = pkg.version.replace(":", "%")
+    prefix = paths.build_root() / "debian" / "headers" / f"{pkg.name}_{version}"
     if not (prefix / "usr" / "include").is_dir():
         deb = archive.download(pkg)
         staging = prefix.with_name(prefix.name + f".{os.getpid()}")
