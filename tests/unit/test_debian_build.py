@@ -642,3 +642,21 @@ def test_a_metapackage_stands_for_what_it_depends_on(monkeypatch: pytest.MonkeyP
         "valgrind": ["usr/bin/valgrind", "usr/include/valgrind/valgrind.h"]}[pkg.name])
     dep = libdeps.classify(["valgrind-if-available"])
     assert (dep.name, dep.kind, dep.source) == ("valgrind-if-available", "headers", "valgrind")
+
+
+def test_a_fresh_build_keeps_the_previous_builds_log(tmp_path: Path) -> None:
+    """A retry starts a new tree and a new log: the failed build's log is
+    kept beside it, as NAME.previous.log."""
+    from ukl.app.debian import build as debbuild
+    from ukl.app.debian import recipe
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "f").write_text("x")
+    log = tmp_path / "debian-demo-ukl.log"
+    log.write_text("configure: error: the first failure\n")
+    work = tmp_path / "work"
+    debbuild._fresh_tree(recipe.load("hello"), source, work, work / "tree", log, True, "s")
+    assert not log.exists()
+    assert (tmp_path / "debian-demo-ukl.previous.log").read_text() == \
+        "configure: error: the first failure\n"
+    assert (work / "tree" / "f").read_text() == "x"

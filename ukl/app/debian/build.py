@@ -576,7 +576,10 @@ def _fresh_tree(rec: recipe.Recipe, source: Path, work: Path, tree: Path, log: P
         shutil.rmtree(tree)
     work.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, tree, symlinks=True)
-    log.unlink(missing_ok=True)
+    if log.is_file():
+        # The build before this one (a failure a retry starts over from)
+        # keeps its log beside the new one.
+        log.replace(log.with_name(log.stem + ".previous" + log.suffix))
     _apply_patches(rec, tree, ukl)
     stamp.record(work / STARTED_STAMP, state)
 
