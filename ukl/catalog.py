@@ -244,11 +244,15 @@ def recorded(csv_path: Path, entries: list[Entry], default_ran: str = "") -> dic
     return rows
 
 
+def passed_everything(rows: dict[str, Row]) -> dict[str, Row]:
+    """The rows whose package built and passed on UKL and on stock
+    (--resume keeps them)."""
+    return {name: row for name, row in rows.items() if row.passed()}
+
+
 def passed_before(csv_path: Path, entries: list[Entry], default_ran: str = "") -> dict[str, Row]:
-    """The rows of an earlier run's catalog.csv whose package built and
-    passed on UKL and on stock, by entry name (--resume keeps them)."""
-    return {name: row for name, row in recorded(csv_path, entries, default_ran).items()
-            if row.passed()}
+    """The rows of an earlier run's catalog.csv that passed everything."""
+    return passed_everything(recorded(csv_path, entries, default_ran))
 
 
 def table_rows(entries: list[Entry], done: dict[str, Row], carried: dict[str, Row]) -> list[Row]:

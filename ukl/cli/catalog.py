@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
         recorded = catalog.recorded(run_dir / "catalog.csv", everything,
                                     _earlier_run_day(run_dir))
     # --resume: what passed everything is not run again.
-    kept = {n: r for n, r in recorded.items() if r.passed()} if args.resume else {}
+    kept = catalog.passed_everything(recorded) if args.resume else {}
     # A run updates the rows of the packages it runs, as it runs them: every
     # other row stays as recorded, whatever it says, and so does a row the
     # run has not reached yet.

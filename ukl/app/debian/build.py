@@ -373,12 +373,13 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     cc, cxx = _compilers(ukl, static=False)
     tree, prefix = work / "tree", work / "install"
     log = _log(rec, ukl, library)
+    inputs = _state(rec, cc, deps, program=not library)
 
     def state_of(off: features.Off) -> str:
         # How Debian's build is run (rules.py) is an input too.
-        return stamp.digest(_state(rec, cc, deps, program=not library), ctl.version,
-                            repr(sysroots), str(rules.ENVIRONMENT_VERSION), rules.CONFIG_SITE,
-                            repr(off), rules.environment_summary(ukl, ctl.profiles))
+        return stamp.digest(inputs, ctl.version, repr(sysroots), str(rules.ENVIRONMENT_VERSION),
+                            rules.CONFIG_SITE, repr(off),
+                            rules.environment_summary(ukl, ctl.profiles))
     state = state_of(off)
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
