@@ -24,7 +24,6 @@ from pathlib import Path
 
 from ukl import pipeline
 from ukl.app.debian import build as debbuild
-from ukl.app.debian import recipe
 from ukl.common import paths
 from ukl.common.errors import UklError, UsageError
 from ukl.image import runargs
@@ -172,7 +171,7 @@ def boot(entry: Entry, image_name: str, flavour: Flavour) -> Verdict:
     spec = InitramfsSpec(files=list(entry.files), helpers=_helpers(entry))
     try:
         img = pipeline.build_debian_image(image_name, flavour, entry.package, spec,
-                                          binary=entry.program)
+                                          binary=entry.program, own_recipe=False)
     except UklError as e:
         return Verdict(False, f"build: {e.message}")
     opts = qemu.RunOptions(kernel=img.kernel, initramfs=img.initramfs, smp=1, accel="tcg")
@@ -191,11 +190,12 @@ def boot(entry: Entry, image_name: str, flavour: Flavour) -> Verdict:
 
 def run_entry(entry: Entry, ukl: Flavour, stock: Flavour) -> Row:
     row = Row(entry, ran=time.strftime("%Y-%m-%d", time.gmtime()))
-    settings = recipe.build_settings(recipe.load(entry.package))
-    row.recipe = f"recipes/{entry.package}.ini: {', '.join(settings)}" if settings else "none"
+    # Debian's own build, whatever recipes/ says (own_recipe=False): the
+    # entry gives the command line and files, nothing else.
+    row.recipe = "none"
     started = time.monotonic()
     try:
-        built = debbuild.build(entry.package, ukl=True, binary=entry.program)
+        built = debbuild.build(entry.package, ukl=True, binary=entry.program, own_recipe=False)
         row.version, row.without = built.version, list(built.without)
         row.build = Verdict(True)
     except UklError as e:

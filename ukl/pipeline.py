@@ -55,15 +55,18 @@ def build_image(name: str, flavour: Flavour, sources: list[Path], spec: Initramf
 
 def build_debian_image(name: str, flavour: Flavour, package: str, spec: InitramfsSpec,
                        binary: str | None = None,
-                       without: frozenset[str] = frozenset()) -> image.Image:
+                       without: frozenset[str] = frozenset(),
+                       own_recipe: bool = True) -> image.Image:
     """Build Debian source package `package` (ukl.app.debian) into image
     `name`: its program linked into the kernel on a UKL flavour, an ordinary
     process otherwise; the recipe's tools, built as ordinary static
     programs, go to /usr/bin beside it, and its default arguments into the
     image. The files its prepare script makes on the host join them
     (ukl.app.debian.prepare), and the program runs as the recipe's user.
-    `without`: library build dependencies a UKL build goes without."""
-    rec = recipe.load(package)
+    `without`: library build dependencies a UKL build goes without.
+    `own_recipe=False`: recipes/PACKAGE.ini is not read, Debian's own build
+    makes the program (ukl catalog)."""
+    rec = recipe.load(package) if own_recipe else recipe.Recipe(package)
     if without and not flavour.is_ukl:
         raise UsageError("--without applies to UKL builds: an ordinary process links the "
                          "host's libraries")
@@ -73,7 +76,8 @@ def build_debian_image(name: str, flavour: Flavour, package: str, spec: Initramf
     if rec.library:
         raise UklError(f"{package} is a library (recipes/{package}.ini); build the "
                        "application that uses it")
-    built = debbuild.build(package, ukl=flavour.is_ukl, binary=binary, leave_out=without)
+    built = debbuild.build(package, ukl=flavour.is_ukl, binary=binary, leave_out=without,
+                           own_recipe=own_recipe)
     for left_out in built.without:
         print(f"ukl: {package} built without {left_out}", file=sys.stderr)
     for name in debbuild.unmatched(without):
@@ -83,7 +87,8 @@ def build_debian_image(name: str, flavour: Flavour, package: str, spec: Initramf
     # Debian's own binary is: its libraries go into the image.
     spec.files += list(built.runtime)
     spec.package_trees += list(built.data)
-    tools = (debbuild.build(package, ukl=False).tools if flavour.is_ukl and rec.tools
+    tools = (debbuild.build(package, ukl=False, own_recipe=own_recipe).tools
+             if flavour.is_ukl and rec.tools
              else built.tools)
     spec.files += [(t, f"/usr/bin/{t.name}") for t in tools] + rec.files
     spec.default_args = rec.args

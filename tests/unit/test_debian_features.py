@@ -126,6 +126,44 @@ def test_debians_own_build_option_switches(tmp_path: Path) -> None:
     assert features.site_text(off) == ""
 
 
+REDIS_LIKE_RULES = """\
+export BUILD_TLS = yes
+override_dh_auto_build:
+\tdh_auto_build -- V=1 USE_SYSTEM_JEMALLOC=yes USE_SYSTEMD=yes USE_JEMALLOC=yes
+"""
+REDIS_LIKE_MAKEFILE = """\
+USE_SYSTEMD ?= auto
+all:
+\t@echo systemd=$(USE_SYSTEMD) tls=$(BUILD_TLS)
+"""
+
+
+def test_a_make_variable_switch_turns_off_what_the_rules_force_on(tmp_path: Path) -> None:
+    """redis's rules run `make USE_SYSTEMD=yes` (libsystemd is built only
+    with all of systemd): with systemd left out, every make of the build
+    gets USE_SYSTEMD=no last, which wins over the rules' own."""
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "rules").write_text(REDIS_LIKE_RULES)
+    assert features.make_options(tmp_path) == {
+        "BUILD_TLS=no", "USE_SYSTEM_JEMALLOC=no", "USE_SYSTEMD=no", "USE_JEMALLOC=no"}
+    off = features.turn_off(tmp_path, [("libsystemd-dev", "systemd")],
+                            [("libssl-dev", "openssl"), ("libjemalloc-dev", "jemalloc")])
+    assert off.make_args == ("USE_SYSTEMD=no",)
+    assert [s.option for s in off.switches["libsystemd-dev"]] == ["make USE_SYSTEMD=no"]
+    assert off.site == "" and off.build_options == ()
+    # The make that Debian's build finds first in PATH.
+    from ukl.app.debian import rules
+    shims = rules.compiler_shims(tmp_path / "shims", "cc", "c++", make_args=off.make_args)
+    (tmp_path / "Makefile").write_text(REDIS_LIKE_MAKEFILE)
+    env = dict(os.environ, PATH=f"{shims}:{os.environ['PATH']}", BUILD_TLS="yes")
+    out = subprocess.run(["make", "-s", "USE_SYSTEMD=yes"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "systemd=no tls=yes"
+    # Without assignments there is no make shim.
+    rules.compiler_shims(tmp_path / "shims", "cc", "c++")
+    assert not (shims / "make").exists()
+
+
 def test_packages_that_need_a_left_out_library_but_not_the_programs_own(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """dnsmasq without Lua: its Lua variant's package is skipped on the

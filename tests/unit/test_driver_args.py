@@ -79,3 +79,47 @@ def test_final_link_options_are_left_out_of_the_partial_link() -> None:
     assert driver.partial_link_args(["-Wl,-z,relro", "-Wl,--gc-sections", "-O2", "x.o",
                                      "-Wl,-z,now,--gc-sections,-O1"]) == [
         "-Wl,-z,relro", "-O2", "x.o", "-Wl,-z,now,-O1"]
+
+
+def test_search_dirs_name_the_ukl_libraries_not_the_hosts(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # perl's Configure and libtool look for libraries in what
+    # -print-search-dirs names: the host's directories there let perl find
+    # the host's libcrypt.a, which no UKL link may take.
+    monkeypatch.setenv(driver.DEPS_SYSROOT_ENV, str(tmp_path / "deps"))
+    text = driver.search_dirs("gcc")
+    libraries = [line for line in text.splitlines() if line.startswith("libraries:")]
+    assert len(libraries) == 1
+    dirs = libraries[0].removeprefix("libraries: =").split(":")
+    assert str(driver.layout.libdir()) in dirs
+    assert str(tmp_path / "deps" / "usr/lib") in dirs
+    assert not any(d.startswith(("/usr/lib", "/lib")) for d in dirs)
+    assert any(line.startswith("install:") for line in text.splitlines())
+
+
+def test_a_shared_only_library_gets_a_static_twin(tmp_path: Path) -> None:
+    # cJSON's CMake build makes libcjson.so only: its objects become
+    # libcjson.a beside the stand-in, which a UKL link can take.
+    import subprocess
+    objs = []
+    for name in ("a", "b"):
+        src = tmp_path / f"{name}.c"
+        src.write_text(f"int {name}_fn(void) {{ return 1; }}\n")
+        obj = tmp_path / "CMakeFiles" / f"{name}.c.o"
+        obj.parent.mkdir(exist_ok=True)
+        subprocess.run(["gcc", "-c", str(src), "-o", str(obj)], check=True)
+        objs.append(str(obj))
+    rsp = tmp_path / "objects.rsp"
+    rsp.write_text(objs[1] + "\n")
+    out = tmp_path / "libdemo.so.1.2.3"
+    twin = driver.static_twin(out, ["-Wl,-soname,libdemo.so.1", objs[0], f"@{rsp}", "-lm"])
+    assert twin == tmp_path / "libdemo.a"
+    members = subprocess.run(["ar", "t", str(twin)], capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert members == ["a.c.o", "b.c.o"]
+    # Never over an archive the build made, never for libtool's .libs/.
+    assert driver.static_twin(out, objs) is None
+    libs = tmp_path / ".libs"
+    libs.mkdir()
+    assert driver.static_twin(libs / "libother.so.0.0.0", objs) is None
+    assert driver.static_twin(tmp_path / "plugin.so", objs) is None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -157,6 +158,20 @@ def _library_dirs() -> list[str]:
     for deps in deps_sysroots():
         dirs += [deps / layout.LIBDIR, deps / "usr/lib"]
     return [f"-L{d}" for d in dirs]
+
+
+def search_dirs(gcc: str) -> str:
+    """-print-search-dirs as a UKL link sees it: gcc's own install and
+    program directories, and for libraries the UKL sysroot's and the
+    dependencies' (what _library_dirs gives a link). Build systems that
+    look for libraries themselves read it (perl's Configure, libtool): with
+    gcc's answer they find the host's libcrypt.a and libgdbm.a, which no
+    UKL link may take."""
+    out = subprocess.run([gcc, "-print-search-dirs"], capture_output=True, text=True,
+                         check=True).stdout
+    lines = [line for line in out.splitlines() if not line.startswith("libraries:")]
+    dirs = [d[2:] for d in _library_dirs()]
+    return "\n".join([*lines, "libraries: =" + ":".join(dirs)]) + "\n"
 
 
 def _link_inputs(cxx: bool) -> tuple[list[str], list[str], list[str]]:
@@ -420,13 +435,57 @@ def _shared_standin(args: list[str]) -> int:
     """A `-shared` link in one of Debian's builds: an empty shared object
     with the requested soname. It stands in for the real library so the
     package's build and packaging finish; nothing UKL links reads it (a
-    UKL link takes static archives only, see static_inputs)."""
+    UKL link takes static archives only, see static_inputs). Beside it,
+    the static twin of the library (static_twin)."""
     output, rest = split_output(args)
     soname = standin_soname(rest)
     flags = [f"-Wl,-soname,{soname}"] if soname else []
     res = subprocess.run(["gcc", "-shared", "-nostdlib", "-x", "c", "/dev/null", *flags,
                           "-o", output])
+    if res.returncode == 0:
+        static_twin(Path(output), rest)
     return res.returncode
+
+
+# A shared library's file name: libcjson.so, libcjson.so.1.7.15.
+_SHARED_NAME = re.compile(r"^(lib.+?)\.so(?:\.[0-9][0-9.]*)?$")
+
+
+def _expand_response_files(args: list[str]) -> list[str]:
+    """@FILE arguments replaced by the words in FILE (CMake's long links)."""
+    out: list[str] = []
+    for a in args:
+        if a.startswith("@") and Path(a[1:]).is_file():
+            out += shlex.split(Path(a[1:]).read_text())
+        else:
+            out.append(a)
+    return out
+
+
+def static_twin(output: Path, args: list[str]) -> Path | None:
+    """A static archive of the objects a shared library is linked from,
+    made beside it (libcjson.so.1.7.15 -> libcjson.a) when the build makes
+    no static library of its own: some builds make shared libraries only
+    (cJSON's CMake build, by BUILD_SHARED_LIBS), and a UKL program links
+    static archives only. The objects are already kernel-model code (this
+    driver compiled them). Not for libtool (.libs/), which config.site
+    tells to make its own; never over an archive that exists. Returns the
+    archive made, if any."""
+    m = _SHARED_NAME.match(output.name)
+    if not m or ".libs" in output.parts:
+        return None
+    twin = output.parent / f"{m.group(1)}.a"
+    if twin.exists():
+        return None
+    objects = [a for a in _expand_response_files(args)
+               if a.endswith((".o", ".obj")) and Path(a).is_file()]
+    if not objects:
+        return None
+    res = subprocess.run(["ar", "rcs", str(twin), *objects], capture_output=True, text=True)
+    if res.returncode != 0:
+        twin.unlink(missing_ok=True)
+        return None
+    return twin
 
 
 def standin_soname(args: list[str]) -> str | None:
@@ -474,10 +533,13 @@ def main(cxx: bool, argv: list[str] | None = None) -> int:
               "(or `bin/ukl toolchain build`)", file=sys.stderr)
         return 2
     try:
+        gcc = "g++" if cxx else "gcc"
+        if "-print-search-dirs" in args:
+            sys.stdout.write(search_dirs(gcc))
+            return 0
         if is_link(args):
             link(cxx, args)
             return 0
-        gcc = "g++" if cxx else "gcc"
         cmd = [gcc, *compile_flags(cxx), *args]
         # Large projects (Redis, nginx) rebuild in seconds from the cache.
         if have_ccache() and os.environ.get("UKL_CCACHE", "1") != "0":

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ukl.app import unikernel
-from ukl.app.debian import archive, control, features, libdeps, recipe, required, rules
+from ukl.app.debian import archive, control, features, libdeps, plugins, recipe, required, rules
 from ukl.app.debian import source as debsrc
 from ukl.common import locks, paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
@@ -248,8 +248,13 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
     without: list[LeftOut] = []
     kept: list[tuple[str, str | None]] = []
     seen: set[str] = set()
-    for dep in libdeps.classify_all(ctl.build_depends):
+    # The implied ones (libxcrypt) only where the package is known to link
+    # them: every other build would build them for nothing.
+    implied = libdeps.implied() if linked is not None else []
+    for dep in libdeps.classify_all(ctl.build_depends) + implied:
         src = dep.source
+        if dep in implied and (linked is None or src not in linked):
+            continue
         if dep.kind == "headers" and dep.package is not None:
             built.append(_headers(dep.package))
             continue
@@ -318,7 +323,7 @@ def _headers(pkg: archive.BinaryPackage) -> Built:
 
 def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
                   chain: tuple[str, ...], library: bool, linked_as: str | None,
-                  leave_out: frozenset[str]) -> Built:
+                  leave_out: frozenset[str], variant: str = "") -> Built:
     """Debian's build of the package; if it fails requiring libraries left
     out as not linked (dbus's configure checks for expat, which only its
     daemon uses), once more with them built too (ukl.app.debian.required).
@@ -328,7 +333,7 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     while True:
         try:
             return _debian_build_once(rec, source, ukl, binary, chain, library, linked_as,
-                                      leave_out, also)
+                                      leave_out, also, variant)
         except _Requires as r:
             if also.issuperset(r.sources):
                 raise r.error from None
@@ -339,18 +344,21 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
 
 def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
                        chain: tuple[str, ...], library: bool, linked_as: str | None,
-                       leave_out: frozenset[str], also: frozenset[str]) -> Built:
+                       leave_out: frozenset[str], also: frozenset[str],
+                       variant: str = "") -> Built:
     """Debian's build of the package, with the sources in `also` built as
-    library dependencies whether or not the package links them."""
+    library dependencies whether or not the package links them; `variant`
+    names a build beside the usual one (its own work directory)."""
     ctl = control.read(source, library=library)
     why = libdeps.unsuitable(ctl)
     if why:
         raise UklError(f"{ctl.source} cannot be built as a UKL program: {why}")
     # A library's build differs from its program's (what it links, its
     # lean profiles): each has its own tree, so neither undoes the other.
-    work = paths.build_root() / "debian" / ctl.source / (_mode(ukl) + ("-lib" if library else ""))
+    work = paths.build_root() / "debian" / ctl.source / (
+        _mode(ukl) + ("-lib" if library else "") + variant)
     also |= _remembered_requires(work)
-    key = (ctl.source, ukl, library, leave_out, also)
+    key = (ctl.source + variant, ukl, library, leave_out, also)
     if key in _BUILT and not binary:
         return _BUILT[key]
     # The binary package that ships the program (None for a library).
@@ -365,6 +373,12 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     # go off, and what the build then does not make is not installed.
     off = _turned_off(source, left_out, kept, work)
     without = [_left_out_line(d, off.switches.get(d.name, [])) for d in left_out]
+    # Modules to load at run time: not for a UKL program; the packages
+    # that would ship them get no files.
+    loadable = plugins.loadable_options(source) if ukl else []
+    if loadable:
+        off = dataclasses.replace(off, missing_ok=True)
+        without.append(plugins.report_line(loadable))
     sysroots: list[Path] = []
     for d in deps:
         sysroots += [s for s in d.sysroots if s not in sysroots]
@@ -379,7 +393,9 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
         # How Debian's build is run (rules.py) is an input too.
         return stamp.digest(inputs, ctl.version, repr(sysroots), str(rules.ENVIRONMENT_VERSION),
                             rules.CONFIG_SITE, repr(off),
-                            rules.environment_summary(ukl, ctl.profiles))
+                            rules.environment_summary(ukl, ctl.profiles),
+                            *([repr(off.make_args)] if off.make_args else []),
+                            *([repr(loadable)] if loadable else []))
     state = state_of(off)
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
@@ -571,7 +587,9 @@ def resume_or_restart(resume: bool, what: str, build: Callable[[bool], None],
 
 def _fresh_tree(rec: recipe.Recipe, source: Path, work: Path, tree: Path, log: Path,
                 ukl: bool, state: str) -> None:
-    """A new copy of the source to build in, the recipe's patches applied."""
+    """A new copy of the source to build in, the recipe's patches applied;
+    for UKL, its rules without the options that build loadable modules
+    (ukl.app.debian.plugins)."""
     (work / BUILT_STAMP).unlink(missing_ok=True)
     if tree.exists():
         shutil.rmtree(tree)
@@ -582,6 +600,8 @@ def _fresh_tree(rec: recipe.Recipe, source: Path, work: Path, tree: Path, log: P
         # keeps its log beside the new one.
         log.replace(log.with_name(log.stem + ".previous" + log.suffix))
     _apply_patches(rec, tree, ukl)
+    if ukl:
+        plugins.drop_loadable_options(tree)
     stamp.record(work / STARTED_STAMP, state)
 
 
@@ -668,17 +688,25 @@ def _find_program(tree: Path, wanted: str | None, package: str) -> Path:
 
 def build(package: str, ukl: bool, binary: str | None = None,
           _chain: tuple[str, ...] = (), library: bool = False,
-          linked_as: str | None = None, leave_out: frozenset[str] = frozenset()) -> Built:
+          linked_as: str | None = None, leave_out: frozenset[str] = frozenset(),
+          own_recipe: bool = True) -> Built:
     """Build `package` (and its dependencies) in the given mode; returns
     the program to run (None for a library) and its tools. `library`: a
     Debian build wanted for its static libraries and headers; `linked_as`:
     the binary package (libfoo-dev) another package's build depends on;
     `leave_out`: library build dependencies (or their source packages) to
-    go without, in the package and in every library built for it."""
+    go without, in the package and in every library built for it.
+    `own_recipe=False`: Debian's own build even when recipes/ has one for
+    the package (the catalog's), in a work directory of its own (NAME/
+    ukl-debian) so that neither build undoes the other; its libraries'
+    recipes still apply."""
     if package in _chain:
         raise UklError("dependency loop: " + " -> ".join((*_chain, package)))
     rec = recipe.load(package)
     source = debsrc.fetch(package)
+    if not own_recipe and recipe.build_settings(rec):
+        return _debian_build(recipe.Recipe(package), source, ukl, binary, _chain, library,
+                             linked_as, leave_out, variant="-debian")
     if _system(rec, source) == "debian":
         return _debian_build(rec, source, ukl, binary, _chain, library or rec.library,
                              linked_as, leave_out)

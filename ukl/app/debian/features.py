@@ -20,6 +20,14 @@ lighttpd's Kerberos module) are missing, which stops dh_install: such a
 build's dh_install drops the debian/*.install entries that match nothing
 (ukl.app.debian.missing_files).
 
+Packages built by their own makefiles take make variables instead
+(redis's rules run `make USE_SYSTEMD=yes`, and export BUILD_TLS=yes):
+an assignment of yes, 1, true or on in debian/rules to a variable
+USE_X, WITH_X, BUILD_X or ENABLE_X that names the library is turned off by
+the make that Debian's build runs (ukl.app.debian.rules puts a `make` first
+in PATH that adds `USE_X=no` after the rules' own arguments; the last
+assignment on make's command line wins, and sub-makes inherit it).
+
 Which switch belongs to which library is read from the names: the
 package's own options (AC_ARG_ENABLE and AC_ARG_WITH in configure.ac and
 its m4 files, or the generated configure's list; `no` words its rules
@@ -68,19 +76,34 @@ _GENERIC_BUILD_OPTIONS = {"nocheck", "nodoc", "noopt", "nostrip", "noudeb", "nob
 _RULES_OPTION = re.compile(r"\b(no[a-z0-9]+)\b")
 
 
+# A make variable debian/rules turns a feature on with: USE_SYSTEMD=yes.
+_MAKE_SWITCH = re.compile(r"\b((?:USE|WITH|BUILD|ENABLE)_[A-Z0-9_]+)\s*[:?]?=\s*"
+                          r"(yes|1|true|on)\b", re.I)
+_MAKE_PREFIXES = ("USE", "WITH", "BUILD", "ENABLE")
+# What turns off each way of saying on.
+_MAKE_OFF = {"yes": "no", "1": "0", "true": "false", "on": "off"}
+
+
 @dataclass(frozen=True)
 class Switch:
     """A switch turned off: a configure option's variable (enable_sasl:
     what the site file sets; `option` is what a user would type,
-    --disable-sasl), or a DEB_BUILD_OPTIONS word (nodbus)."""
+    --disable-sasl), a DEB_BUILD_OPTIONS word (nodbus), or a make
+    assignment (USE_SYSTEMD=no)."""
     variable: str
 
     @property
     def build_option(self) -> bool:
-        return self.variable.startswith("no")
+        return self.variable.startswith("no") and not self.make_assignment
+
+    @property
+    def make_assignment(self) -> bool:
+        return "=" in self.variable
 
     @property
     def option(self) -> str:
+        if self.make_assignment:
+            return f"make {self.variable}"
         if self.build_option:
             return f"DEB_BUILD_OPTIONS={self.variable}"
         kind, _, name = self.variable.partition("_")
@@ -128,6 +151,19 @@ def rules_options(tree: Path) -> set[str]:
     return found - _GENERIC_BUILD_OPTIONS
 
 
+def make_options(tree: Path) -> set[str]:
+    """The make assignments that turn off what debian/rules (and makefiles
+    it includes from debian/) turns on with a make variable: USE_SYSTEMD=no
+    for its USE_SYSTEMD=yes."""
+    found: set[str] = set()
+    for rules in [tree / "debian" / "rules", *sorted((tree / "debian").glob("*.mk"))]:
+        if rules.is_file():
+            for name, value in _MAKE_SWITCH.findall(rules.read_text(errors="replace")):
+                if name.isupper():
+                    found.add(f"{name}={_MAKE_OFF[value.lower()]}")
+    return found
+
+
 # Words of a hyphenated source name that name no feature.
 _GENERIC_WORDS = {"dev", "compat", "modules", "module", "linux", "util", "utils", "common",
                   "tools", "bin", "data", "mit", "heimdal", "multidev", "extra", "plugins",
@@ -162,9 +198,13 @@ def _stems(dep: str, source: str | None) -> set[str]:
 
 def _switch_names(stems: set[str]) -> set[str]:
     """The switches that name any of `stems`: configure's variables
-    (enable_sasl, with_sasl) and DEB_BUILD_OPTIONS words (nosasl)."""
+    (enable_sasl, with_sasl), DEB_BUILD_OPTIONS words (nosasl) and make
+    assignments (USE_SASL=no)."""
+    make_names = {f"{p}_{re.sub(r'[^A-Z0-9]', '_', s.upper())}"
+                  for s in stems for p in _MAKE_PREFIXES}
     return ({_variable(k, s) for s in stems for k in ("enable", "with")}
-            | {f"no{s}" for s in stems})
+            | {f"no{s}" for s in stems}
+            | {f"{n}={v}" for n in make_names for v in _MAKE_OFF.values()})
 
 
 def switches_off(options: set[str], left_out: list[tuple[str, str | None]],
@@ -186,7 +226,8 @@ def site_text(switches: dict[str, list[Switch]]) -> str:
     """config.site lines that turn the switches off ("" for none)."""
     lines = []
     for dep, sws in sorted(switches.items()):
-        configure = [s.site_line for s in sws if not s.build_option]
+        configure = [s.site_line for s in sws
+                     if not s.build_option and not s.make_assignment]
         if configure:
             why = ("configure's errors named these, which need what was left out"
                    if dep == ASKED else f"{dep} could not be built for UKL")
@@ -197,6 +238,11 @@ def site_text(switches: dict[str, list[Switch]]) -> str:
 def build_options(switches: dict[str, list[Switch]]) -> list[str]:
     """The DEB_BUILD_OPTIONS words that turn the switches off."""
     return sorted({s.variable for sws in switches.values() for s in sws if s.build_option})
+
+
+def make_assignments(switches: dict[str, list[Switch]]) -> list[str]:
+    """The make assignments that turn the switches off."""
+    return sorted({s.variable for sws in switches.values() for s in sws if s.make_assignment})
 
 
 @dataclass(frozen=True)
@@ -211,6 +257,9 @@ class Off:
     # Binary packages debhelper skips (DH_OPTIONS=-N...): a second try,
     # after a build that failed making them (dnsmasq-base-lua without Lua).
     skip: tuple[str, ...] = ()
+    # Assignments every make of the build takes last (USE_SYSTEMD=no).
+    # Not in repr (a build's state): builds with none keep their state.
+    make_args: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def dh_options(self) -> str:
@@ -274,5 +323,7 @@ def turn_off(tree: Path, left_out: list[tuple[str, str | None]],
     `kept`: the libraries it builds with."""
     if not left_out:
         return Off()
-    switches = switches_off(configure_options(tree) | rules_options(tree), left_out, kept)
-    return Off(site_text(switches), tuple(build_options(switches)), True, switches)
+    options = configure_options(tree) | rules_options(tree) | make_options(tree)
+    switches = switches_off(options, left_out, kept)
+    return Off(site_text(switches), tuple(build_options(switches)), True, switches,
+               make_args=tuple(make_assignments(switches)))

@@ -130,6 +130,24 @@ def classify_all(build_depends: list[list[str]]) -> list[Dependency]:
     return [classify(alts) for alts in build_depends]
 
 
+# Every Debian build has libc6-dev (build-essential), and through it the
+# libraries Debian's glibc no longer carries: libcrypt-dev (libxcrypt's
+# crypt(), which perl and nginx link) and libnsl-dev. Packages rely on them
+# without naming them in Build-Depends; the UKL toolchain's C library does
+# not carry them either.
+_C_LIBRARY_DEV = "libc6-dev"
+
+
+def implied() -> list[Dependency]:
+    """The library build dependencies every package has without naming
+    them: what libc6-dev depends on that is a library."""
+    libc = archive.show(_C_LIBRARY_DEV)
+    if libc is None:
+        return []
+    found = [classify([d]) for d in libc.depends if not archive.TOOLCHAIN.match(d)]
+    return [d for d in found if d.kind == "library"]
+
+
 # Build dependencies that say a package is not a C or C++ program ukl-cc
 # can build, and why, in the tool's words.
 _NOT_C = (

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -109,7 +110,7 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
     site = work / "config.site"
     site.write_text(CONFIG_SITE + off.site)
     env["CONFIG_SITE"] = str(site)
-    shims = compiler_shims(work / "compilers", cc, cxx, off.missing_ok)
+    shims = compiler_shims(work / "compilers", cc, cxx, off.missing_ok, off.make_args)
     env.update(PATH=f"{shims}:{env.get('PATH', os.defpath)}", **{COMPILER_SHIMS_ENV: str(shims)})
     return env
 
@@ -130,7 +131,8 @@ exec /usr/bin/dh_missing "$@" --list-missing
 """
 
 
-def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False) -> Path:
+def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False,
+                   make_args: tuple[str, ...] = ()) -> Path:
     """A directory of the compiler names Debian's rules call directly
     (zlib's and zstd's use x86_64-linux-gnu-gcc, not $CC), each running
     ukl-cc or ukl-c++, and of pkg-config's, running it with --static; it
@@ -138,7 +140,10 @@ def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False) -> Path
     runs itself. `missing_ok`: dh_install there too,
     which does not install what the build did not make
     (ukl.app.debian.missing_files), and dh_missing, which lists what no
-    package took instead of failing (DH_MISSING_LISTS)."""
+    package took instead of failing (DH_MISSING_LISTS). `make_args`: make
+    there too, which adds them after its arguments, so that they win over
+    the rules' own (USE_SYSTEMD=no over `make USE_SYSTEMD=yes`; see
+    ukl.app.debian.features)."""
     d.mkdir(parents=True, exist_ok=True)
     dh_install, dh_missing = d / "dh_install", d / "dh_missing"
     if missing_ok:
@@ -156,6 +161,12 @@ def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False) -> Path
     # failed --cflags and --exists.) Never the shim itself.
     path = os.pathsep.join(p for p in os.environ.get("PATH", os.defpath).split(os.pathsep)
                            if p and Path(p).resolve() != d.resolve())
+    real_make = shutil.which("make", path=path)
+    if make_args and real_make:
+        (d / "make").write_text(f'#!/bin/sh\nexec {real_make} "$@" {shlex.join(make_args)}\n')
+        (d / "make").chmod(0o755)
+    else:
+        (d / "make").unlink(missing_ok=True)
     pkg_config = shutil.which("pkg-config", path=path)
     if pkg_config:
         targets.append((_PKG_CONFIG_NAMES, f"{pkg_config} --static"))

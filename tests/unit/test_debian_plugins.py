@@ -1,0 +1,42 @@
+"""Loadable modules left out of a UKL build (ukl/app/debian/plugins.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ukl.app.debian import plugins
+
+NGINX_LIKE_RULES = """\
+bin_configure_flags := \\
+\t\t\t--with-http_sub_module \\
+\t\t\t--with-http_geoip_module=dynamic \\
+\t\t\t--with-mail=dynamic \\
+\t\t\t--add-dynamic-module=$(MODULESDIR)/http-echo \\
+\t\t\t--with-stream_geoip_module=dynamic
+
+config.arch.%:
+\tcd $(BUILDDIR_$*) && ./configure $($*_configure_flags) --with-pcre-jit
+"""
+
+
+def test_nginx_style_loadable_modules_are_dropped_from_the_rules(tmp_path: Path) -> None:
+    (tmp_path / "debian").mkdir()
+    rules = tmp_path / "debian" / "rules"
+    rules.write_text(NGINX_LIKE_RULES)
+    options = ["--with-http_geoip_module=dynamic", "--with-mail=dynamic",
+               "--add-dynamic-module=$(MODULESDIR)/http-echo",
+               "--with-stream_geoip_module=dynamic"]
+    assert plugins.loadable_options(tmp_path) == options
+    assert plugins.drop_loadable_options(tmp_path) == options
+    text = rules.read_text()
+    assert "dynamic" not in text
+    # What the program is built with stays, and the make syntax holds.
+    assert "--with-http_sub_module \\\n" in text and "--with-pcre-jit" in text
+    assert plugins.loadable_options(tmp_path) == []
+    assert "cannot load a shared object" in plugins.report_line(options)
+
+
+def test_options_that_only_mention_dynamic_are_kept(tmp_path: Path) -> None:
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "rules").write_text(
+        "CONFIGURE = --enable-dynamic=yes --with-foo=dynamically --with-bar=dynamic-ish\n")
+    assert plugins.loadable_options(tmp_path) == []

@@ -1,0 +1,58 @@
+"""Leave out the loadable modules (plugins) Debian's rules configure.
+
+A UKL program is one static object linked into the kernel: it cannot load
+a shared object at run time, so a module built to be loaded is of no use
+to it, and its libraries would have to be built for UKL for nothing.
+Some packages' own configure scripts (not autoconf's, whose switches
+ukl.app.debian.features turns off) build them only when asked by name:
+nginx's `--with-http_xslt_module=dynamic` and `--add-dynamic-module=DIR`,
+which Debian's rules pass for its libnginx-mod-* packages (and whose
+configure stops when libxslt or libgd is missing). A UKL build's copy of
+debian/rules goes without those options; the program itself is built as
+Debian configures it, without the modules it would have loaded.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# nginx's configure options that build a module to load (`load_module`):
+# `--with-NAME=dynamic` and `--add-dynamic-module=PATH`, each a word of a
+# rules file's option list.
+_LOADABLE = re.compile(r"(?<![^\s'\"])--(?:with-[A-Za-z0-9_]+=dynamic|add-dynamic-module=\S+)"
+                       r"(?=[\s'\"\\]|$)")
+# The rules files a build reads: debian/rules and makefiles it includes.
+_RULES_GLOBS = ("rules", "*.mk")
+
+
+def _rules_files(tree: Path) -> list[Path]:
+    debian = tree / "debian"
+    return sorted({f for g in _RULES_GLOBS for f in debian.glob(g) if f.is_file()})
+
+
+def loadable_options(tree: Path) -> list[str]:
+    """The options in the package's rules that build loadable modules."""
+    found: list[str] = []
+    for rules in _rules_files(tree):
+        for m in _LOADABLE.finditer(rules.read_text(errors="replace")):
+            if m.group(0) not in found:
+                found.append(m.group(0))
+    return found
+
+
+def drop_loadable_options(tree: Path) -> list[str]:
+    """Remove them from the rules files of `tree` (a build's own copy);
+    returns what was removed."""
+    dropped = loadable_options(tree)
+    for rules in _rules_files(tree):
+        text = rules.read_text(errors="replace")
+        new = _LOADABLE.sub("", text)
+        if new != text:
+            rules.write_text(new)
+    return dropped
+
+
+def report_line(options: list[str]) -> str:
+    """The build report's line for the modules left out."""
+    return (f"loadable modules ({' '.join(options)}): a UKL program cannot load a shared "
+            "object, so they are not built")
