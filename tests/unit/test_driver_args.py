@@ -123,3 +123,19 @@ def test_a_shared_only_library_gets_a_static_twin(tmp_path: Path) -> None:
     libs.mkdir()
     assert driver.static_twin(libs / "libother.so.0.0.0", objs) is None
     assert driver.static_twin(tmp_path / "plugin.so", objs) is None
+
+
+def test_a_left_out_library_is_dropped_from_links(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    # redis's rules add -llzf to every link, though it compiles its own
+    # LZF; liblzf left out, the link goes on without it.
+    monkeypatch.setenv(driver.LEFT_OUT_LIBS_ENV, "lzf systemd")
+    monkeypatch.setenv(driver.DEPS_SYSROOT_ENV, str(tmp_path))
+    args = ["-o", "x", "a.o", "-llzf", "-lm", "-l", "systemd", "-lssl"]
+    assert driver.without_left_out(args) == ["-o", "x", "a.o", "-lm", "-lssl"]
+    # One a UKL directory has is kept (it was built after all).
+    (tmp_path / "usr/lib").mkdir(parents=True)
+    (tmp_path / "usr/lib" / "liblzf.a").write_bytes(b"!<arch>\n")
+    assert "-llzf" in driver.without_left_out(args)
+    monkeypatch.delenv(driver.LEFT_OUT_LIBS_ENV)
+    assert driver.without_left_out(args) == args

@@ -82,6 +82,12 @@ SHARED_STANDIN_ENV = "UKL_SHARED_STANDIN"
 # program's own definitions are taken first (-z muldefs), as they would
 # be found first in the dynamic link.
 LIBRARY_BUILD_ENV = "UKL_LIBRARY_BUILD"
+# Set for a Debian build that left libraries out: their link names
+# (lzf for liblzf-dev), space-separated. Debian's rules may still name them
+# in every link (redis's LDFLAGS add -llzf though it compiles its own LZF):
+# a -lNAME of theirs that the UKL directories do not have is dropped, and
+# a link that truly needed it fails on the undefined symbols.
+LEFT_OUT_LIBS_ENV = "UKL_LEFT_OUT_LIBS"
 # Set with them: a directory of compiler names that run ukl-cc (Debian's
 # rules that call x86_64-linux-gnu-gcc directly), first in PATH. The
 # compilers ukl-cc runs must be the real ones: it takes the directory out.
@@ -231,6 +237,29 @@ def _run(cmd: list[str]) -> None:
         raise DriverError(f"exit status {res.returncode}")
 
 
+def without_left_out(args: list[str], name: str = "ukl-cc") -> list[str]:
+    """The link arguments without each -lNAME (or -l NAME) of a library
+    left out of the build (LEFT_OUT_LIBS_ENV) that no UKL library
+    directory has; each dropped with a note."""
+    left_out = set(os.environ.get(LEFT_OUT_LIBS_ENV, "").split())
+    if not left_out:
+        return args
+    dirs = [Path(d[2:]) for d in _library_dirs()]
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        lib, width = (a[2:], 1) if a.startswith("-l") and len(a) > 2 else (
+            (args[i + 1], 2) if a == "-l" and i + 1 < len(args) else ("", 1))
+        if lib in left_out and not any((d / f"lib{lib}.a").is_file() for d in dirs):
+            print(f"{name}: note: -l{lib} dropped: its library was left out of this build "
+                  "(a link that needs it fails on its undefined symbols)", file=sys.stderr)
+        else:
+            out += args[i:i + width]
+        i += width
+    return out
+
+
 def static_inputs(args: list[str]) -> list[str]:
     """The user's link arguments with each shared library named by path
     (libtool passes .libs/libfoo.so) replaced by the static archive beside
@@ -323,7 +352,8 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path,
     cmd = [gcc, *compile_flags(cxx), "-r", "-nostdlib", "-Wl,-Bstatic",
            "-Wl,--trace", "-Wl,--trace", *muldefs,
            "-Wl,--undefined=main",
-           *_library_dirs(), *static_inputs(partial_link_args(user_args)), "-o", str(out)]
+           *_library_dirs(), *static_inputs(partial_link_args(without_left_out(user_args))),
+           "-o", str(out)]
     res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if res.returncode != 0:
         raise DriverError(f"exit status {res.returncode}")

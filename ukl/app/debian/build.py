@@ -219,6 +219,12 @@ class LeftOut:
     # Left out only because the package's own library or program does
     # not link it (it may still be built if the build requires it).
     unlinked: bool = False
+    # Its libraries' link names (lzf): ukl-cc drops -llzf from links.
+    link_names: tuple[str, ...] = ()
+
+
+def _left_out(dep: libdeps.Dependency, why: str, unlinked: bool = False) -> LeftOut:
+    return LeftOut(dep.name, dep.source, why, unlinked, dep.link_names)
 
 
 class _Requires(Exception):
@@ -267,23 +273,22 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
             continue
         seen.add(src)
         if asked:
-            without.append(LeftOut(dep.name, src, "left out as asked (--without)"))
+            without.append(_left_out(dep, "left out as asked (--without)"))
             continue
         if linked is not None and src not in linked:
-            without.append(LeftOut(dep.name, src, f"Debian's {ctl.source} does not link it "
-                                   "(its other programs or plugins do)", unlinked=True))
+            without.append(_left_out(dep, f"Debian's {ctl.source} does not link it "
+                                     "(its other programs or plugins do)", unlinked=True))
             continue
         reason = libdeps.NOT_FOR_UKL.get(src)
         if reason:
-            without.append(LeftOut(dep.name, src, reason))
+            without.append(_left_out(dep, reason))
             continue
         if src in chain:
-            without.append(LeftOut(dep.name, src,
-                                   f"a dependency loop ({' -> '.join((*chain, src))})"))
+            without.append(_left_out(dep, f"a dependency loop ({' -> '.join((*chain, src))})"))
             continue
         failed = _FAILED_LIBRARIES.get((src, leave_out))
         if failed:
-            without.append(LeftOut(dep.name, src, failed))
+            without.append(_left_out(dep, failed))
             continue
         try:
             lib = build(src, ukl=True, _chain=chain, library=True,
@@ -291,10 +296,10 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
                         leave_out=leave_out)
         except UklError as e:
             _FAILED_LIBRARIES[(src, leave_out)] = e.message
-            without.append(LeftOut(dep.name, src, e.message))
+            without.append(_left_out(dep, e.message))
             continue
         if not any(p.suffix == ".a" for p in lib.prefix.rglob("*.a")):
-            without.append(LeftOut(dep.name, src, "its Debian build made no static library"))
+            without.append(_left_out(dep, "its Debian build made no static library"))
             continue
         built.append(lib)
         kept.append((dep.name, src))
@@ -371,14 +376,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                             else ([], [], []))
     # Debian's rules may force on what was left out: its configure switches
     # go off, and what the build then does not make is not installed.
-    off = _turned_off(source, left_out, kept, work)
-    without = [_left_out_line(d, off.switches.get(d.name, [])) for d in left_out]
-    # Modules to load at run time: not for a UKL program; the packages
-    # that would ship them get no files.
-    loadable = plugins.loadable_options(source) if ukl else []
-    if loadable:
-        off = dataclasses.replace(off, missing_ok=True)
-        without.append(plugins.report_line(loadable))
+    off, without = _what_goes_off(source, left_out, kept, work, ukl)
     sysroots: list[Path] = []
     for d in deps:
         sysroots += [s for s in d.sysroots if s not in sysroots]
@@ -394,8 +392,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
         return stamp.digest(inputs, ctl.version, repr(sysroots), str(rules.ENVIRONMENT_VERSION),
                             rules.CONFIG_SITE, repr(off),
                             rules.environment_summary(ukl, ctl.profiles),
-                            *([repr(off.make_args)] if off.make_args else []),
-                            *([repr(loadable)] if loadable else []))
+                            *off.extra_state())
     state = state_of(off)
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
@@ -476,6 +473,26 @@ def _turned_off(source: Path, left_out: list[LeftOut], kept: list[tuple[str, str
     off = features.turn_off(source, [(d.name, d.source) for d in left_out], kept)
     asked = _remembered_asked(work) if left_out else []
     return features.with_asked_off(off, asked) if asked else off
+
+
+def _what_goes_off(source: Path, left_out: list[LeftOut], kept: list[tuple[str, str | None]],
+                   work: Path, ukl: bool) -> tuple[features.Off, list[str]]:
+    """What a build turns off (_turned_off), the link names of the
+    libraries left out, which ukl-cc drops from links, and for UKL the
+    loadable modules its rules build (ukl.app.debian.plugins); and the
+    report's lines for them."""
+    off = _turned_off(source, left_out, kept, work)
+    dropped = sorted({n for d in left_out for n in d.link_names})
+    if dropped:
+        off = dataclasses.replace(off, left_out_libs=tuple(dropped))
+    without = [_left_out_line(d, off.switches.get(d.name, [])) for d in left_out]
+    # Modules to load at run time: not for a UKL program; the packages
+    # that would ship them get no files.
+    loadable = plugins.loadable_options(source) if ukl else []
+    if loadable:
+        off = dataclasses.replace(off, missing_ok=True, loadable=tuple(loadable))
+        without.append(plugins.report_line(loadable))
+    return off, without
 
 
 def _asked_lines(off: features.Off) -> list[str]:

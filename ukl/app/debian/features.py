@@ -260,6 +260,17 @@ class Off:
     # Assignments every make of the build takes last (USE_SYSTEMD=no).
     # Not in repr (a build's state): builds with none keep their state.
     make_args: tuple[str, ...] = field(default=(), repr=False)
+    # The link names of the libraries left out (lzf), which ukl-cc drops
+    # from links (ukl.toolchain.driver.without_left_out).
+    left_out_libs: tuple[str, ...] = field(default=(), repr=False)
+    # The rules' options that build loadable modules, dropped from a UKL
+    # build's copy (ukl.app.debian.plugins).
+    loadable: tuple[str, ...] = field(default=(), repr=False)
+
+    def extra_state(self) -> list[str]:
+        """What of this, beyond its repr, is part of a build's state: only
+        what is set, so that builds without any keep their state."""
+        return [repr(v) for v in (self.make_args, self.left_out_libs, self.loadable) if v]
 
     @property
     def dh_options(self) -> str:

@@ -30,6 +30,7 @@ _SHARED = re.compile(r"^usr/lib/(?:[a-z0-9_]+-linux-gnu/)?[^/]+\.so$")
 # host's /usr/include is not searched.
 KINDS = ("toolchain", "library", "headers", "tool")
 _HEADER = re.compile(r"^usr/include/.+[^/]$")
+_LINK_NAME = re.compile(r"^usr/lib/(?:[a-z0-9_]+-linux-gnu/)?lib([^/]+?)\.(?:a|so)$")
 # Source packages whose libraries a UKL build does not try: the reason,
 # reported as what the package was built without.
 NOT_FOR_UKL = {
@@ -49,6 +50,9 @@ class Dependency:
     # For a library: the static archives Debian's package ships (none if
     # it ships shared libraries only).
     archives: tuple[str, ...] = ()
+    # For a library: the names a link gives its libraries (lzf for
+    # liblzf.a or liblzf.so): -lNAME.
+    link_names: tuple[str, ...] = ()
 
     @property
     def source(self) -> str | None:
@@ -120,7 +124,9 @@ def classify(alternatives: list[str]) -> Dependency:
         return Dependency(name, "tool", None)
     files = archive.contents(pkg)
     if _is_library(pkg, files):
-        return Dependency(name, "library", pkg, tuple(f for f in files if _STATIC.match(f)))
+        names = sorted({m.group(1) for f in files if (m := _LINK_NAME.match(f))})
+        return Dependency(name, "library", pkg, tuple(f for f in files if _STATIC.match(f)),
+                          tuple(names))
     if any(_HEADER.match(f) for f in files):
         return Dependency(name, "headers", pkg)
     return Dependency(name, "tool", pkg)

@@ -45,8 +45,8 @@ from ukl.common.buildenv import build_env, jobs
 from ukl.common.errors import UklError
 from ukl.common.proc import log_since, log_size, run_logged, run_quiet
 from ukl.toolchain import layout
-from ukl.toolchain.driver import (COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, LIBRARY_BUILD_ENV,
-                                  SHARED_STANDIN_ENV)
+from ukl.toolchain.driver import (COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, LEFT_OUT_LIBS_ENV,
+                                  LIBRARY_BUILD_ENV, SHARED_STANDIN_ENV)
 
 # Part of every Debian build's state (ukl.app.debian.build): raise it when
 # how Debian's build is run changes what it makes, so builds made the old
@@ -107,6 +107,8 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
     })
     if library:
         env[LIBRARY_BUILD_ENV] = "1"
+    if off.left_out_libs:
+        env[LEFT_OUT_LIBS_ENV] = " ".join(off.left_out_libs)
     site = work / "config.site"
     site.write_text(CONFIG_SITE + off.site)
     env["CONFIG_SITE"] = str(site)
