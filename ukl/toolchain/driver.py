@@ -88,6 +88,12 @@ LIBRARY_BUILD_ENV = "UKL_LIBRARY_BUILD"
 # a -lNAME of theirs that the UKL directories do not have is dropped, and
 # a link that truly needed it fails on the undefined symbols.
 LEFT_OUT_LIBS_ENV = "UKL_LEFT_OUT_LIBS"
+# gcc's runtime libraries the UKL toolchain does not build, dropped the
+# same way: libatomic (redis's rules add -latomic for the architectures
+# that need it). On x86-64 gcc inlines every atomic operation of up to 8
+# bytes; a program that needs libatomic's (16-byte or unaligned) fails to
+# link on the __atomic_* functions it calls.
+NOT_IN_TOOLCHAIN = frozenset({"atomic"})
 # Set with them: a directory of compiler names that run ukl-cc (Debian's
 # rules that call x86_64-linux-gnu-gcc directly), first in PATH. The
 # compilers ukl-cc runs must be the real ones: it takes the directory out.
@@ -239,11 +245,10 @@ def _run(cmd: list[str]) -> None:
 
 def without_left_out(args: list[str], name: str = "ukl-cc") -> list[str]:
     """The link arguments without each -lNAME (or -l NAME) of a library
-    left out of the build (LEFT_OUT_LIBS_ENV) that no UKL library
-    directory has; each dropped with a note."""
-    left_out = set(os.environ.get(LEFT_OUT_LIBS_ENV, "").split())
-    if not left_out:
-        return args
+    left out of the build (LEFT_OUT_LIBS_ENV) or not in the UKL toolchain
+    (NOT_IN_TOOLCHAIN) that no UKL library directory has; each dropped
+    with a note."""
+    left_out = set(os.environ.get(LEFT_OUT_LIBS_ENV, "").split()) | NOT_IN_TOOLCHAIN
     dirs = [Path(d[2:]) for d in _library_dirs()]
     out: list[str] = []
     i = 0
@@ -252,8 +257,10 @@ def without_left_out(args: list[str], name: str = "ukl-cc") -> list[str]:
         lib, width = (a[2:], 1) if a.startswith("-l") and len(a) > 2 else (
             (args[i + 1], 2) if a == "-l" and i + 1 < len(args) else ("", 1))
         if lib in left_out and not any((d / f"lib{lib}.a").is_file() for d in dirs):
-            print(f"{name}: note: -l{lib} dropped: its library was left out of this build "
-                  "(a link that needs it fails on its undefined symbols)", file=sys.stderr)
+            why = ("not in the UKL toolchain" if lib in NOT_IN_TOOLCHAIN
+                   else "its library was left out of this build")
+            print(f"{name}: note: -l{lib} dropped: {why} (a link that needs it fails on "
+                  "its undefined symbols)", file=sys.stderr)
         else:
             out += args[i:i + width]
         i += width
