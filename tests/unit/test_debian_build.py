@@ -142,6 +142,28 @@ def test_program_found_in_the_staged_binary_package(tmp_path: Path) -> None:
     assert rules.find_program(tmp_path, ["dnsmasq-base"], ["other"]) is None
 
 
+def test_a_program_linked_from_another_package_keeps_its_name(tmp_path: Path) -> None:
+    # redis-server's usr/bin/redis-server -> redis-check-rdb, which
+    # redis-tools ships; redis picks its mode from its own name.
+    server = tmp_path / "debian" / "redis-server" / "usr" / "bin"
+    tools = tmp_path / "debian" / "redis-tools" / "usr" / "bin"
+    server.mkdir(parents=True)
+    tools.mkdir(parents=True)
+    (tools / "redis-check-rdb").write_text("the server")
+    (tools / "redis-check-rdb").chmod(0o755)
+    (server / "redis-server").symlink_to("redis-check-rdb")
+    found = rules.find_program(tmp_path, ["redis-server", "redis-tools"], ["redis-server"])
+    assert found is not None and found.name == "redis-server"
+    assert found.read_text() == "the server"
+    (server / "redis-server").unlink()
+    (server / "redis-server").symlink_to("/usr/bin/redis-check-rdb")
+    found = rules.find_program(tmp_path, ["redis-server", "redis-tools"], ["redis-server"])
+    assert found is not None and found.name == "redis-server"
+    (server / "redis-server").unlink()
+    (server / "redis-server").symlink_to("nothing-there")
+    assert rules.find_program(tmp_path, ["redis-server", "redis-tools"], ["redis-server"]) is None
+
+
 def test_catalog_lists_twenty_packages_with_a_test_each() -> None:
     entries = catalog.load()
     assert len(entries) == 20

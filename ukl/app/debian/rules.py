@@ -383,9 +383,47 @@ def find_program(tree: Path, binaries: list[str], wanted: list[str]) -> Path | N
             for c in candidates:
                 if c.is_file() and not c.is_symlink() and os.access(c, os.X_OK):
                     return c
-                if c.is_symlink() and c.resolve().is_file():
-                    return c.resolve()
+                if c.is_symlink():
+                    target = _link_target(tree, binaries, staged, c)
+                    if target is not None:
+                        return _as_named(tree, target, c.name)
     return None
+
+
+def _link_target(tree: Path, binaries: list[str], staged: Path, link: Path) -> Path | None:
+    """The file a staged symbolic link names: in its own package, or, as
+    the installed packages would have it, in another of the source's
+    (redis-server's usr/bin/redis-server -> redis-check-rdb, which
+    redis-tools ships)."""
+    if link.resolve().is_file():
+        return link.resolve()
+    target = os.readlink(link)
+    if target.startswith("/"):
+        rel = Path(os.path.normpath(target)).relative_to("/")
+    else:
+        rel = Path(os.path.normpath(link.parent.relative_to(staged) / target))
+    for other in staging_dirs(tree, binaries):
+        found = other / rel
+        if found.is_file() and not found.is_symlink():
+            return found
+    return None
+
+
+def _as_named(tree: Path, program: Path, name: str) -> Path:
+    """`program` under `name` (a hard link in the tree's debian/.ukl-programs)
+    when a link gave it another name: programs pick their mode from their
+    own name (redis-check-rdb is redis-server's file, and checks a dump file
+    when run by that name)."""
+    if program.name == name:
+        return program
+    named = tree / "debian" / ".ukl-programs" / name
+    named.parent.mkdir(parents=True, exist_ok=True)
+    named.unlink(missing_ok=True)
+    try:
+        os.link(program, named)
+    except OSError:
+        shutil.copy2(program, named)
+    return named
 
 
 def runtime_files(program: Path) -> list[tuple[Path, str]]:
