@@ -164,6 +164,18 @@ def test_a_make_variable_switch_turns_off_what_the_rules_force_on(tmp_path: Path
     assert not (shims / "make").exists()
 
 
+def test_a_make_variable_set_to_1_is_turned_off_by_the_empty_value(tmp_path: Path) -> None:
+    """haproxy's rules run `make USE_LUA=1 USE_OT=1`, and its Makefile
+    tests `ifneq ($(USE_LUA),)`: 0 would leave Lua on."""
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "rules").write_text(
+        "override_dh_auto_build-arch:\n\tmake USE_LUA=1 USE_OT=1 USE_OPENSSL=1 TARGET=linux\n")
+    off = features.turn_off(tmp_path, [("liblua5.3-dev", "lua5.3"),
+                                       ("libopentracing-c-wrapper-dev", "opentracing-c-wrapper")],
+                            [("libssl-dev", "openssl")])
+    assert off.make_args == ("USE_LUA=", "USE_OT=")
+
+
 def test_packages_that_need_a_left_out_library_but_not_the_programs_own(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """dnsmasq without Lua: its Lua variant's package is skipped on the

@@ -40,3 +40,14 @@ def test_options_that_only_mention_dynamic_are_kept(tmp_path: Path) -> None:
     (tmp_path / "debian" / "rules").write_text(
         "CONFIGURE = --enable-dynamic=yes --with-foo=dynamically --with-bar=dynamic-ish\n")
     assert plugins.loadable_options(tmp_path) == []
+
+
+def test_packages_of_modules_only() -> None:
+    assert plugins.is_module_package([
+        "usr/", "usr/lib/nginx/modules/ngx_mail_module.so",
+        "usr/share/nginx/modules-available/mod-mail.conf", "usr/share/doc/x/copyright"])
+    # The program's own package, a library's, a package of no module.
+    assert not plugins.is_module_package(["usr/sbin/nginx", "usr/lib/nginx/modules/a.so"])
+    assert not plugins.is_module_package(["usr/lib/x86_64-linux-gnu/libfoo.so.1",
+                                          "usr/lib/foo/plugin.so"])
+    assert not plugins.is_module_package(["usr/share/doc/nginx-extras/copyright"])

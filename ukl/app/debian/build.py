@@ -385,7 +385,8 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                             else ([], [], []))
     # Debian's rules may force on what was left out: its configure switches
     # go off, and what the build then does not make is not installed.
-    off, without = _what_goes_off(source, left_out, kept, work, ukl)
+    off, without = _what_goes_off(source, left_out, kept, work, ukl,
+                                  lambda: plugins.module_packages(ctl.binaries, shipped_in))
     sysroots: list[Path] = []
     for d in deps:
         sysroots += [s for s in d.sysroots if s not in sysroots]
@@ -485,10 +486,12 @@ def _turned_off(source: Path, left_out: list[LeftOut], kept: list[tuple[str, str
 
 
 def _what_goes_off(source: Path, left_out: list[LeftOut], kept: list[tuple[str, str | None]],
-                   work: Path, ukl: bool) -> tuple[features.Off, list[str]]:
+                   work: Path, ukl: bool, module_packages: Callable[[], list[str]]
+                   ) -> tuple[features.Off, list[str]]:
     """What a build turns off (_turned_off), the link names of the
     libraries left out, which ukl-cc drops from links, and for UKL the
-    loadable modules its rules build (ukl.app.debian.plugins); and the
+    loadable modules its rules build (ukl.app.debian.plugins), with the
+    binary packages that would ship them (`module_packages()`); and the
     report's lines for them."""
     off = _turned_off(source, left_out, kept, work)
     dropped = sorted({n for d in left_out for n in d.link_names})
@@ -499,7 +502,8 @@ def _what_goes_off(source: Path, left_out: list[LeftOut], kept: list[tuple[str, 
     # that would ship them get no files.
     loadable = plugins.loadable_options(source) if ukl else []
     if loadable:
-        off = dataclasses.replace(off, missing_ok=True, loadable=tuple(loadable))
+        off = dataclasses.replace(off, missing_ok=True, loadable=tuple(loadable),
+                                  skip=tuple(module_packages()))
         without.append(plugins.report_line(loadable))
     return off, without
 
@@ -573,7 +577,7 @@ def build_with_retries(what: str, resume: bool, off: features.Off,
             if attempt == 0:
                 resume_or_restart(resume, what, lambda again: build(again, off), fresh)
             else:
-                build(False, dataclasses.replace(off, skip=skip))
+                build(False, dataclasses.replace(off, skip=off.skip + skip))
             return off
         except UklError as e:
             check(e)
@@ -583,7 +587,7 @@ def build_with_retries(what: str, resume: bool, off: features.Off,
                       f"{' '.join(sw.option for sw in asked)}; building again with that off "
                       "too", file=sys.stderr)
                 off = features.with_asked_off(off, asked)
-            elif not skip and (skip := tuple(skippable())):
+            elif not skip and (skip := tuple(p for p in skippable() if p not in off.skip)):
                 # The fresh build starts a new log: say why this one failed.
                 print(f"ukl: {e.message.split('; full log:')[0]}", file=sys.stderr)
                 print(f"ukl: {what}: building again without {', '.join(skip)} (they need "

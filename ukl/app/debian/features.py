@@ -62,6 +62,8 @@ _ALIASES = {
     # MariaDB's client library, by MySQL's name (lighttpd's --with-mysql).
     "mysqlclient": ("mysql", "mysqlclient"),
     "mariadb": ("mariadb", "mysql"),
+    # OpenTracing (haproxy's USE_OT).
+    "opentracing": ("opentracing", "ot"),
 }
 _ARG_MACRO = re.compile(r"\bAC_ARG_(ENABLE|WITH)\(\s*\[?\s*([A-Za-z0-9_+.-]+)")
 _USER_OPTS = re.compile(r"^ac_user_opts='([^']*)'", re.M)
@@ -80,8 +82,10 @@ _RULES_OPTION = re.compile(r"\b(no[a-z0-9]+)\b")
 _MAKE_SWITCH = re.compile(r"\b((?:USE|WITH|BUILD|ENABLE)_[A-Z0-9_]+)\s*[:?]?=\s*"
                           r"(yes|1|true|on)\b", re.I)
 _MAKE_PREFIXES = ("USE", "WITH", "BUILD", "ENABLE")
-# What turns off each way of saying on.
-_MAKE_OFF = {"yes": "no", "1": "0", "true": "false", "on": "off"}
+# What turns off each way of saying on. 1 is turned off by the empty
+# value: makefiles test `ifneq ($(USE_LUA),)` (haproxy's) as often as
+# `ifeq ($(USE_LUA),1)`, and 0 would pass the first.
+_MAKE_OFF = {"yes": "no", "1": "", "true": "false", "on": "off"}
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,16 @@ ukl.app.debian.features turns off) build them only when asked by name:
 nginx's `--with-http_xslt_module=dynamic` and `--add-dynamic-module=DIR`,
 which Debian's rules pass for its libnginx-mod-* packages (and whose
 configure stops when libxslt or libgd is missing). A UKL build's copy of
-debian/rules goes without those options; the program itself is built as
-Debian configures it, without the modules it would have loaded.
+debian/rules goes without those options, and debhelper skips the binary
+packages that ship modules only (module_packages); the program itself is
+built as Debian configures it, without the modules it would have loaded.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from ukl.app.debian import archive
 
 # nginx's configure options that build a module to load (`load_module`):
 # `--with-NAME=dynamic` and `--add-dynamic-module=PATH`, each a word of a
@@ -56,3 +59,31 @@ def report_line(options: list[str]) -> str:
     """The build report's line for the modules left out."""
     return (f"loadable modules ({' '.join(options)}): a UKL program cannot load a shared "
             "object, so they are not built")
+
+
+_PROGRAM_DIRS = ("usr/bin/", "usr/sbin/", "bin/", "sbin/", "usr/games/")
+# A shared library's file, as opposed to a module's: libfoo.so, libfoo.so.1.
+_LIBRARY_FILE = re.compile(r"(?:^|/)lib[^/]*\.so(?:\.[0-9.]+)?$")
+
+
+def is_module_package(files: list[str]) -> bool:
+    """A binary package of loadable modules only: shared objects that are
+    not libraries (usr/lib/nginx/modules/ngx_mail_module.so), no program,
+    no library."""
+    modules = [f for f in files if f.endswith(".so") and not _LIBRARY_FILE.search(f)]
+    others = [f for f in files if f.startswith(_PROGRAM_DIRS) and not f.endswith("/")
+              or _LIBRARY_FILE.search(f)]
+    return bool(modules) and not others
+
+
+def module_packages(binaries: list[str], keep: str | None) -> list[str]:
+    """The binary packages among `binaries` that ship loadable modules
+    only (by the archive's .deb contents), but `keep` (the program's)."""
+    archive.prefetch(binaries)
+    found = []
+    for b in binaries:
+        pkg = archive.show(b)
+        if b != keep and pkg is not None and pkg.name == b and is_module_package(
+                archive.contents(pkg)):
+            found.append(b)
+    return found
