@@ -176,6 +176,39 @@ def test_a_make_variable_set_to_1_is_turned_off_by_the_empty_value(tmp_path: Pat
     assert off.make_args == ("USE_LUA=", "USE_OT=")
 
 
+def test_a_cmake_definition_turns_off_what_the_rules_give_cmake(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """mosquitto's rules run cmake with -DWITH_SYSTEMD=${SYSTEMD} and
+    -DUSE_LIBWRAP=ON: a configure run gets -D...=OFF after them, its other
+    modes nothing."""
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "rules").write_text(
+        "override_dh_auto_configure:\n\tdh_auto_configure -- -DWITH_BUNDLED_DEPS=OFF "
+        "-DUSE_LIBWRAP=ON -DWITH_SYSTEMD=${SYSTEMD} -DWITH_CJSON:BOOL=ON\n")
+    off = features.turn_off(tmp_path, [("libsystemd-dev", "systemd"),
+                                       ("libwrap0-dev", "tcp-wrappers")],
+                            [("libcjson-dev", "cjson")])
+    assert off.cmake_args == ("-DUSE_LIBWRAP=OFF", "-DWITH_SYSTEMD=OFF")
+    assert off.make_args == () and off.site == ""
+    assert [s.option for s in off.switches["libwrap0-dev"]] == ["cmake -DUSE_LIBWRAP=OFF"]
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "cmake").write_text('#!/bin/sh\necho "$@"\n')
+    (fake / "cmake").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    from ukl.app.debian import rules
+    shims = rules.compiler_shims(tmp_path / "shims", "cc", "c++", cmake_args=off.cmake_args)
+
+    def run(*args: str) -> str:
+        return subprocess.run([str(shims / "cmake"), *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    assert run("-DWITH_SYSTEMD=ON", "..") == \
+        "-DWITH_SYSTEMD=ON .. -DUSE_LIBWRAP=OFF -DWITH_SYSTEMD=OFF"
+    assert run("-E", "touch", "x") == "-E touch x"
+    assert run("-S.", "-B.", "--check-build-system", "CMakeFiles/Makefile.cmake", "0") == \
+        "-S. -B. --check-build-system CMakeFiles/Makefile.cmake 0"
+
+
 def test_packages_that_need_a_left_out_library_but_not_the_programs_own(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """dnsmasq without Lua: its Lua variant's package is skipped on the

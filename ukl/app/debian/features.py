@@ -27,6 +27,10 @@ USE_X, WITH_X, BUILD_X or ENABLE_X that names the library is turned off by
 the make that Debian's build runs (ukl.app.debian.rules puts a `make` first
 in PATH that adds `USE_X=no` after the rules' own arguments; the last
 assignment on make's command line wins, and sub-makes inherit it).
+CMake builds the same way: a `-DWITH_X=...` (USE_, ENABLE_, BUILD_) that
+debian/rules gives cmake is followed by `-DWITH_X=OFF` (mosquitto's
+-DWITH_SYSTEMD=ON), from a `cmake` first in PATH that adds it to a
+configure run.
 
 Which switch belongs to which library is read from the names: the
 package's own options (AC_ARG_ENABLE and AC_ARG_WITH in configure.ac and
@@ -82,6 +86,9 @@ _RULES_OPTION = re.compile(r"\b(no[a-z0-9]+)\b")
 _MAKE_SWITCH = re.compile(r"\b((?:USE|WITH|BUILD|ENABLE)_[A-Z0-9_]+)\s*[:?]?=\s*"
                           r"(yes|1|true|on)\b", re.I)
 _MAKE_PREFIXES = ("USE", "WITH", "BUILD", "ENABLE")
+# A cmake definition debian/rules gives a feature: -DWITH_SYSTEMD=ON (or a
+# make variable's value, -DWITH_SYSTEMD=${SYSTEMD}).
+_CMAKE_SWITCH = re.compile(r"(?<!\S)-D((?:USE|WITH|BUILD|ENABLE)_[A-Z0-9_]+)(?::BOOL)?=")
 # What turns off each way of saying on. 1 is turned off by the empty
 # value: makefiles test `ifneq ($(USE_LUA),)` (haproxy's) as often as
 # `ifeq ($(USE_LUA),1)`, and 0 would pass the first.
@@ -98,16 +105,22 @@ class Switch:
 
     @property
     def build_option(self) -> bool:
-        return self.variable.startswith("no") and not self.make_assignment
+        return self.variable.startswith("no") and "=" not in self.variable
 
     @property
     def make_assignment(self) -> bool:
-        return "=" in self.variable
+        return "=" in self.variable and not self.cmake_definition
+
+    @property
+    def cmake_definition(self) -> bool:
+        return self.variable.startswith("-D")
 
     @property
     def option(self) -> str:
         if self.make_assignment:
             return f"make {self.variable}"
+        if self.cmake_definition:
+            return f"cmake {self.variable}"
         if self.build_option:
             return f"DEB_BUILD_OPTIONS={self.variable}"
         kind, _, name = self.variable.partition("_")
@@ -168,6 +181,17 @@ def make_options(tree: Path) -> set[str]:
     return found
 
 
+def cmake_options(tree: Path) -> set[str]:
+    """The cmake definitions that turn off what debian/rules gives cmake
+    for a feature: -DWITH_SYSTEMD=OFF for its -DWITH_SYSTEMD=ON."""
+    found: set[str] = set()
+    for rules in [tree / "debian" / "rules", *sorted((tree / "debian").glob("*.mk"))]:
+        if rules.is_file():
+            found |= {f"-D{name}=OFF"
+                      for name in _CMAKE_SWITCH.findall(rules.read_text(errors="replace"))}
+    return found
+
+
 # Words of a hyphenated source name that name no feature.
 _GENERIC_WORDS = {"dev", "compat", "modules", "module", "linux", "util", "utils", "common",
                   "tools", "bin", "data", "mit", "heimdal", "multidev", "extra", "plugins",
@@ -177,7 +201,8 @@ _GENERIC_WORDS = {"dev", "compat", "modules", "module", "linux", "util", "utils"
 def _bare(word: str) -> set[str]:
     """A word as a feature may name it: sasl2 -> sasl2, sasl; libfoo -> foo."""
     bare = word[3:] if word.startswith("lib") and len(word) > 3 else word
-    return {word, bare, re.sub(r"[\d.]+$", "", bare)}
+    # libwrap0: mosquitto's switch is USE_LIBWRAP.
+    return {word, bare, re.sub(r"[\d.]+$", "", bare), re.sub(r"[\d.]+$", "", word)}
 
 
 def _stems(dep: str, source: str | None) -> set[str]:
@@ -208,7 +233,8 @@ def _switch_names(stems: set[str]) -> set[str]:
                   for s in stems for p in _MAKE_PREFIXES}
     return ({_variable(k, s) for s in stems for k in ("enable", "with")}
             | {f"no{s}" for s in stems}
-            | {f"{n}={v}" for n in make_names for v in _MAKE_OFF.values()})
+            | {f"{n}={v}" for n in make_names for v in _MAKE_OFF.values()}
+            | {f"-D{n}=OFF" for n in make_names})
 
 
 def switches_off(options: set[str], left_out: list[tuple[str, str | None]],
@@ -231,7 +257,7 @@ def site_text(switches: dict[str, list[Switch]]) -> str:
     lines = []
     for dep, sws in sorted(switches.items()):
         configure = [s.site_line for s in sws
-                     if not s.build_option and not s.make_assignment]
+                     if not s.build_option and "=" not in s.variable]
         if configure:
             why = ("configure's errors named these, which need what was left out"
                    if dep == ASKED else f"{dep} could not be built for UKL")
@@ -249,6 +275,11 @@ def make_assignments(switches: dict[str, list[Switch]]) -> list[str]:
     return sorted({s.variable for sws in switches.values() for s in sws if s.make_assignment})
 
 
+def cmake_definitions(switches: dict[str, list[Switch]]) -> list[str]:
+    """The cmake definitions that turn the switches off."""
+    return sorted({s.variable for sws in switches.values() for s in sws if s.cmake_definition})
+
+
 @dataclass(frozen=True)
 class Off:
     """What a build turns off: config.site lines, DEB_BUILD_OPTIONS words;
@@ -264,6 +295,8 @@ class Off:
     # Assignments every make of the build takes last (USE_SYSTEMD=no).
     # Not in repr (a build's state): builds with none keep their state.
     make_args: tuple[str, ...] = field(default=(), repr=False)
+    # Definitions a cmake configure run takes last (-DWITH_SYSTEMD=OFF).
+    cmake_args: tuple[str, ...] = field(default=(), repr=False)
     # The link names of the libraries left out (lzf), which ukl-cc drops
     # from links (ukl.toolchain.driver.without_left_out).
     left_out_libs: tuple[str, ...] = field(default=(), repr=False)
@@ -274,7 +307,8 @@ class Off:
     def extra_state(self) -> list[str]:
         """What of this, beyond its repr, is part of a build's state: only
         what is set, so that builds without any keep their state."""
-        return [repr(v) for v in (self.make_args, self.left_out_libs, self.loadable) if v]
+        return [repr(v) for v in (self.make_args, self.cmake_args, self.left_out_libs,
+                                  self.loadable) if v]
 
     @property
     def dh_options(self) -> str:
@@ -338,7 +372,9 @@ def turn_off(tree: Path, left_out: list[tuple[str, str | None]],
     `kept`: the libraries it builds with."""
     if not left_out:
         return Off()
-    options = configure_options(tree) | rules_options(tree) | make_options(tree)
+    options = (configure_options(tree) | rules_options(tree) | make_options(tree)
+               | cmake_options(tree))
     switches = switches_off(options, left_out, kept)
     return Off(site_text(switches), tuple(build_options(switches)), True, switches,
-               make_args=tuple(make_assignments(switches)))
+               make_args=tuple(make_assignments(switches)),
+               cmake_args=tuple(cmake_definitions(switches)))

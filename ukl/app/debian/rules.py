@@ -112,7 +112,11 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
     site = work / "config.site"
     site.write_text(CONFIG_SITE + off.site)
     env["CONFIG_SITE"] = str(site)
-    shims = compiler_shims(work / "compilers", cc, cxx, off.missing_ok, off.make_args)
+    shims = compiler_shims(work / "compilers", cc, cxx, off.missing_ok, off.make_args,
+                           off.cmake_args)
+    # CMake's find_library and find_path look in the dependencies' trees
+    # first (cJSON for mosquitto); the compiler never searches the host's.
+    env["CMAKE_PREFIX_PATH"] = ":".join(str(d / "usr") for d in deps)
     env.update(PATH=f"{shims}:{env.get('PATH', os.defpath)}", **{COMPILER_SHIMS_ENV: str(shims)})
     return env
 
@@ -133,8 +137,23 @@ exec /usr/bin/dh_missing "$@" --list-missing
 """
 
 
+# cmake with definitions added to a configure run, not to its other
+# modes (a build, a script, the generated Makefiles' -E commands and
+# --check-build-system), which take no -D.
+CMAKE_SHIM = """#!/bin/sh
+# Written by ukl build --debian (ukl/app/debian/rules.py).
+for a; do
+    case "$a" in
+    -E|--build|--install|-P|--check-build-system|--find-package|--version|--help*|--open)
+        exec {cmake} "$@" ;;
+    esac
+done
+exec {cmake} "$@" {args}
+"""
+
+
 def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False,
-                   make_args: tuple[str, ...] = ()) -> Path:
+                   make_args: tuple[str, ...] = (), cmake_args: tuple[str, ...] = ()) -> Path:
     """A directory of the compiler names Debian's rules call directly
     (zlib's and zstd's use x86_64-linux-gnu-gcc, not $CC), each running
     ukl-cc or ukl-c++, and of pkg-config's, running it with --static; it
@@ -145,7 +164,8 @@ def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False,
     package took instead of failing (DH_MISSING_LISTS). `make_args`: make
     there too, which adds them after its arguments, so that they win over
     the rules' own (USE_SYSTEMD=no over `make USE_SYSTEMD=yes`; see
-    ukl.app.debian.features)."""
+    ukl.app.debian.features). `cmake_args`: cmake there too, which adds
+    them to a configure run (CMAKE_SHIM)."""
     d.mkdir(parents=True, exist_ok=True)
     dh_install, dh_missing = d / "dh_install", d / "dh_missing"
     if missing_ok:
@@ -169,6 +189,13 @@ def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False,
         (d / "make").chmod(0o755)
     else:
         (d / "make").unlink(missing_ok=True)
+    real_cmake = shutil.which("cmake", path=path)
+    if cmake_args and real_cmake:
+        (d / "cmake").write_text(CMAKE_SHIM.format(cmake=real_cmake,
+                                                   args=shlex.join(cmake_args)))
+        (d / "cmake").chmod(0o755)
+    else:
+        (d / "cmake").unlink(missing_ok=True)
     pkg_config = shutil.which("pkg-config", path=path)
     if pkg_config:
         targets.append((_PKG_CONFIG_NAMES, f"{pkg_config} --static"))
