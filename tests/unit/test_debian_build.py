@@ -277,7 +277,7 @@ def test_a_library_dependency_builds_only_what_its_library_links(
             (("libdb-dev", "db5.3"), ("libpq-dev", "postgresql-15"),
              ("libsystemd-dev", "systemd"))}
     monkeypatch.setattr(libdeps, "classify_all", lambda deps: [
-        libdeps.Dependency(n, "library", pkgs[n]) for n in pkgs])
+        libdeps.Dependency(n, "library", pkgs[n], shared=True) for n in pkgs])
     asked: list[tuple[str, str | None]] = []
 
     def build(src: str, ukl: bool, _chain: tuple[str, ...], library: bool,

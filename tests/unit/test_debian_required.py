@@ -60,7 +60,8 @@ def test_a_build_requiring_an_unlinked_library_is_built_again_with_it(
 
     def once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
              chain: tuple[str, ...], library: bool, linked_as: str | None,
-             leave_out: frozenset[str], also: frozenset[str]) -> debbuild.Built:
+             leave_out: frozenset[str], also: frozenset[str],
+             variant: str = "") -> debbuild.Built:
         calls.append(also)
         if "expat" not in also:
             raise debbuild._Requires(["expat"], UklError("no expat"))

@@ -279,12 +279,19 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
         asked = leave_out & names
         _LEFT_OUT_AS_ASKED.update(asked)
         if src in seen:
+            # Another -dev package of a source left out (libgdbm-compat-dev
+            # beside libgdbm-dev): its libraries are left out too.
+            without = [dataclasses.replace(w, link_names=tuple(sorted(
+                {*w.link_names, *dep.link_names}))) if w.source == src else w
+                for w in without]
             continue
         seen.add(src)
         if asked:
             without.append(_left_out(dep, "left out as asked (--without)"))
             continue
-        if linked is not None and src not in linked:
+        # A static-only library shows in no package's Depends: not known
+        # to be unlinked.
+        if linked is not None and src not in linked and dep.shared:
             without.append(_left_out(dep, f"Debian's {ctl.source} does not link it "
                                      "(its other programs or plugins do)", unlinked=True))
             continue

@@ -53,6 +53,10 @@ class Dependency:
     # For a library: the names a link gives its libraries (lzf for
     # liblzf.a or liblzf.so): -lNAME.
     link_names: tuple[str, ...] = ()
+    # For a library: whether its package ships a shared library. One that
+    # ships a static archive only (uthash-dev's libut.a) leaves no trace in
+    # the Depends of what links it (ukl.app.debian.archive.link_sources).
+    shared: bool = False
 
     @property
     def source(self) -> str | None:
@@ -126,7 +130,7 @@ def classify(alternatives: list[str]) -> Dependency:
     if _is_library(pkg, files):
         names = sorted({m.group(1) for f in files if (m := _LINK_NAME.match(f))})
         return Dependency(name, "library", pkg, tuple(f for f in files if _STATIC.match(f)),
-                          tuple(names))
+                          tuple(names), any(_SHARED.match(f) for f in files))
     if any(_HEADER.match(f) for f in files):
         return Dependency(name, "headers", pkg)
     return Dependency(name, "tool", pkg)
