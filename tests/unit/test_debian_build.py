@@ -304,6 +304,32 @@ def test_a_library_dependency_builds_only_what_its_library_links(
     assert debbuild.unmatched(frozenset({"db5.3", "libnothing-dev"})) == ["libnothing-dev"]
 
 
+def test_a_library_without_source_still_gives_its_headers_and_static_ones_are_built(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """uthash-dev: a static-only library (no trace in Depends, so never
+    taken for unlinked) whose source the mirror cannot serve: left out,
+    its headers from the .deb (mosquitto uses it as header-only)."""
+    from ukl.app.debian import build as debbuild
+    from ukl.app.debian import source as debsrc
+    monkeypatch.setattr(debbuild, "_FAILED_LIBRARIES", {})
+    uthash = archive.BinaryPackage("uthash-dev", "2.3.0-1", "uthash")
+    monkeypatch.setattr(libdeps, "classify_all", lambda deps: [
+        libdeps.Dependency("uthash-dev", "library", uthash, ("usr/lib/libut.a",), ("ut",))])
+    monkeypatch.setattr(libdeps, "implied", lambda: [])
+
+    def build(src: str, **kwargs: object) -> debbuild.Built:
+        raise debsrc.SourceUnavailable("apt-get source uthash failed in every suite")
+    monkeypatch.setattr(debbuild, "build", build)
+    headers = debbuild.Built("uthash-dev", tmp_path, tmp_path, None, [], sysroots=(tmp_path,))
+    monkeypatch.setattr(debbuild, "_headers", lambda pkg: headers)
+    ctl = control.Control("mosquitto", "1", [], ["mosquitto"], ["mosquitto"])
+    for _ in range(2):  # the second time from the failure remembered
+        built, left, kept = debbuild._library_deps(ctl, (), frozenset({"openssl"}))
+        assert built == [headers] and kept == []
+        assert [(d.name, d.link_names) for d in left] == [("uthash-dev", ("ut",))]
+        assert left[0].why.startswith("apt-get source uthash failed")
+
+
 def test_the_program_is_looked_for_in_the_package_named_like_it_first(
         monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_archive(monkeypatch, {

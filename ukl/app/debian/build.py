@@ -214,7 +214,7 @@ _BUILT: dict[tuple[str, bool, bool, frozenset[str], frozenset[str]], Built] = {}
 # (source package, left out) -> why its library build failed, for this
 # process: a catalog run does not build OpenSSL again for every package
 # that wants it.
-_FAILED_LIBRARIES: dict[tuple[str, frozenset[str]], str] = {}
+_FAILED_LIBRARIES: dict[tuple[str, frozenset[str]], UklError] = {}
 # The --without names some build dependency matched, for this process.
 _LEFT_OUT_AS_ASKED: set[str] = set()
 
@@ -302,17 +302,20 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
         if src in chain:
             without.append(_left_out(dep, f"a dependency loop ({' -> '.join((*chain, src))})"))
             continue
-        failed = _FAILED_LIBRARIES.get((src, leave_out))
-        if failed:
-            without.append(_left_out(dep, failed))
-            continue
         try:
+            failed = _FAILED_LIBRARIES.get((src, leave_out))
+            if failed:
+                raise failed
             lib = build(src, ukl=True, _chain=chain, library=True,
                         linked_as=dep.package.name if dep.package else None,
                         leave_out=leave_out)
         except UklError as e:
-            _FAILED_LIBRARIES[(src, leave_out)] = e.message
+            _FAILED_LIBRARIES[(src, leave_out)] = e
             without.append(_left_out(dep, e.message))
+            if isinstance(e, debsrc.SourceUnavailable) and dep.package is not None:
+                # Its headers still serve (uthash's, which mosquitto uses
+                # as a header-only library): Debian's .deb has them.
+                built.append(_headers(dep.package))
             continue
         if not any(p.suffix == ".a" for p in lib.prefix.rglob("*.a")):
             without.append(_left_out(dep, "its Debian build made no static library"))
@@ -325,7 +328,8 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
 def _headers(pkg: archive.BinaryPackage) -> Built:
     """A headers-only -dev package unpacked from Debian's .deb, as a
     dependency's install tree ukl-cc searches: its headers are source, the
-    same for a UKL build as for the host's."""
+    same for a UKL build as for the host's. Never its libraries (host code,
+    which no UKL link may take)."""
     # No ":" (an epoch): the path goes into $UKL_DEPS_SYSROOT, a list of
     # directories separated by colons.
     version = pkg.version.replace(":", "%")
@@ -337,6 +341,8 @@ def _headers(pkg: archive.BinaryPackage) -> Built:
         staging.mkdir(parents=True)
         run_logged(["dpkg-deb", "-x", str(deb), str(staging)], label=f"unpack {pkg.name}",
                    log_path=paths.logs_dir() / f"unpack-{pkg.name}.log")
+        for lib in [*staging.glob("usr/lib/**/*.a"), *staging.glob("usr/lib/**/*.so*")]:
+            lib.unlink()
         shutil.rmtree(prefix, ignore_errors=True)
         staging.rename(prefix)
     return Built(pkg.name, prefix, prefix, None, [], sysroots=(prefix,), version=pkg.version)

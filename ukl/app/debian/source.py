@@ -83,6 +83,11 @@ def fetch_failures(apt_output: str) -> list[str]:
             for url, why in _FETCH_FAILED.findall(apt_output)]
 
 
+class SourceUnavailable(UklError):
+    """The archive cannot serve a source package's files (a mirror
+    without them)."""
+
+
 def fetch(package: str) -> Path:
     """The unpacked source tree of Debian source package `package`
     (build/debian/PACKAGE/src), fetched once."""
@@ -133,8 +138,8 @@ def _download(package: str, top: Path, tree: Path) -> Path:
             reasons += [r for r in fetch_failures(text) if r not in reasons]
             if attempt == attempts[-1]:
                 why = f": {reasons[0]}" if reasons else ""
-                raise UklError(f"apt-get source {package} failed in every suite{why}; "
-                               f"full log: {log}") from e
+                raise SourceUnavailable(f"apt-get source {package} failed in every "
+                                        f"suite{why}; full log: {log}") from e
             print(f"ukl: apt-get source {attempt} failed (see {log}); trying the next suite",
                   file=sys.stderr)
     unpacked = [d for d in download.iterdir() if d.is_dir()]
