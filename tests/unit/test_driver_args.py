@@ -141,3 +141,27 @@ def test_a_left_out_library_is_dropped_from_links(monkeypatch: pytest.MonkeyPatc
     assert driver.without_left_out(args) == args
     # libatomic is not in the UKL toolchain: on x86-64 gcc inlines atomics.
     assert driver.without_left_out(["a.o", "-latomic", "-lm"]) == ["a.o", "-lm"]
+
+
+def test_the_shared_standin_exports_the_objects_symbols(tmp_path: Path) -> None:
+    # Debian's rules read the symbols of the shared libraries they build
+    # (Python's edit libpython3.11's symbols file): the stand-in has them,
+    # functions that trap, data of its size.
+    import subprocess
+    src = tmp_path / "a.c"
+    src.write_text("int counter[4];\nint get(void) { return counter[0]; }\n"
+                   "static int hidden(void) { return 1; }\nint use(void) { return hidden(); }\n")
+    obj = tmp_path / "a.o"
+    subprocess.run(["gcc", "-c", "-fcommon", str(src), "-o", str(obj)], check=True)
+    out = tmp_path / "libdemo.so.1"
+    import os
+    env = dict(os.environ, **{driver.SHARED_STANDIN_ENV: "1"})
+    res = subprocess.run([str(Path(driver.__file__).parents[2] / "bin" / "ukl-cc"), "-shared",
+                          "-Wl,-soname,libdemo.so.1", str(obj), "-o", str(out)], env=env)
+    assert res.returncode == 0
+    dynsyms = subprocess.run(["nm", "-D", "--defined-only", str(out)], capture_output=True,
+                             text=True, check=True).stdout
+    names = {line.split()[-1]: line.split()[-2] for line in dynsyms.splitlines()}
+    assert names.get("get") == "T" and names.get("use") == "T"
+    assert names.get("counter") in ("B", "D") and "hidden" not in names
+    assert (tmp_path / "libdemo.a").is_file()

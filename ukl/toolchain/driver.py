@@ -469,19 +469,62 @@ def is_link(args: list[str]) -> bool:
 
 
 def _shared_standin(args: list[str]) -> int:
-    """A `-shared` link in one of Debian's builds: an empty shared object
-    with the requested soname. It stands in for the real library so the
-    package's build and packaging finish; nothing UKL links reads it (a
-    UKL link takes static archives only, see static_inputs). Beside it,
-    the static twin of the library (static_twin)."""
+    """A `-shared` link in one of Debian's builds: a shared object with the
+    requested soname that stands in for the real library, so the package's
+    build and packaging finish; nothing UKL links reads it (a UKL link
+    takes static archives only, see static_inputs). It exports the global
+    symbols of the objects it was asked to link (standin_assembly), so
+    that Debian's symbols files come out (Python's rules edit
+    libpython3.11's); each function traps, for whatever runs it. Beside
+    it, the static twin of the library (static_twin)."""
     output, rest = split_output(args)
     soname = standin_soname(rest)
     flags = [f"-Wl,-soname,{soname}"] if soname else []
-    res = subprocess.run(["gcc", "-shared", "-nostdlib", "-x", "c", "/dev/null", *flags,
-                          "-o", output])
+    inputs = [a for a in _expand_response_files(rest)
+              if a.endswith((".o", ".obj", ".a")) and Path(a).is_file()]
+    with tempfile.TemporaryDirectory(prefix="ukl-standin-") as tmp:
+        stub = Path(tmp) / "standin.s"
+        stub.write_text(standin_assembly(_defined_globals(inputs)))
+        res = subprocess.run(["gcc", "-shared", "-nostdlib", str(stub), *flags, "-o", output])
     if res.returncode == 0:
         static_twin(Path(output), rest)
     return res.returncode
+
+
+def _defined_globals(inputs: list[str]) -> list[tuple[str, str, int]]:
+    """(name, nm type, size) of the global symbols `inputs` define."""
+    if not inputs:
+        return []
+    res = subprocess.run(["nm", "-P", "--defined-only", "--extern-only", *inputs],
+                         capture_output=True, text=True)
+    found: dict[str, tuple[str, str, int]] = {}
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) < 2 or parts[0].endswith(":") or parts[1] in ("U", "w", "v"):
+            continue
+        size = int(parts[3], 16) if len(parts) > 3 else 0
+        found.setdefault(parts[0], (parts[0], parts[1], size))
+    return sorted(found.values())
+
+
+# nm's types of code: text, weak code, indirect functions.
+_CODE_TYPES = {"T", "W", "i"}
+
+
+def standin_assembly(symbols: list[tuple[str, str, int]]) -> str:
+    """Assembly that defines `symbols` (nm's name, type, size): a function
+    as a trap (ud2), data as zeros of its size (at least one byte)."""
+    lines = [".text"]
+    data = []
+    for name, kind, size in symbols:
+        if kind in _CODE_TYPES:
+            lines += [f".globl {name}", f".type {name}, @function", f"{name}:", "ud2"]
+        else:
+            data += [f".globl {name}", f".type {name}, @object",
+                     f".size {name}, {max(size, 1)}", f"{name}:", f".zero {max(size, 1)}"]
+    if data:
+        lines += [".data", *data]
+    return "\n".join(lines + ['.section .note.GNU-stack,"",@progbits']) + "\n"
 
 
 # A shared library's file name: libcjson.so, libcjson.so.1.7.15.
