@@ -460,6 +460,12 @@ def test_a_failed_builds_reason_is_its_first_telling_line() -> None:
         "configure: error: C compiler cannot create executables\n") == \
         "configure: error: C compiler cannot create executables"
     assert rules.failure_reason("make: *** [all] Error 2\n") is None
+    # configure's own test programs fail as its answers (unbound's log
+    # shows config.log after its real error).
+    assert rules.failure_reason(
+        "checking for libexpat... configure: error: Could not find libexpat, expat.h\n"
+        "conftest.c:48:10: fatal error: minix/config.h: No such file or directory\n") == \
+        "configure: error: Could not find libexpat, expat.h"
     assert rules.failure_reason(
         "make[2]: [Makefile:873: libtic.so.6.4] Error 1 (ignored)\n"
         "strip: 'debian/libncurses-dev/usr/lib/x86_64-linux-gnu/libncurses++w.a': No such file\n"

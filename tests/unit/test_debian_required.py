@@ -102,3 +102,15 @@ def test_only_libraries_left_out_as_not_linked_are_built_for_the_requirement(
     assert raised.value.error.message.endswith("(built without libssl-dev: its build failed)")
     # Nothing left out as not linked: the failure stands as it is.
     debbuild._check_requires(error, left[1:], [])
+
+
+def test_a_configure_error_naming_the_library_requires_it() -> None:
+    # unbound's configure requires expat, which libunbound does not link.
+    failure = ("debian/rules unbound (ukl) failed: "
+               "configure: error: Could not find libexpat, expat.h")
+    names = {"libexpat1-dev": ("expat",), "libevent-dev": ("event", "event_core")}
+    got = required(failure, [("libexpat1-dev", "expat"), ("libevent-dev", "libevent")],
+                   modules_of=lambda dep: set(), link_names_of=lambda dep: names[dep])
+    assert got == ["expat"]
+    assert required("configure: error: no libexpatfoo", [("libexpat1-dev", "expat")],
+                    modules_of=lambda dep: set(), link_names_of=lambda dep: names[dep]) == []

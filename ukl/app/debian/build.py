@@ -478,7 +478,10 @@ def _with_without(e: UklError, without: list[str]) -> UklError:
 def _check_requires(e: UklError, left_out: list[LeftOut], without: list[str]) -> None:
     """Raise _Requires if the failure says the build requires libraries
     left out only because the package does not link them."""
-    needed = required.required(e.message, [(d.name, d.source) for d in left_out if d.unlinked])
+    unlinked = [d for d in left_out if d.unlinked]
+    names = {d.name: d.link_names for d in unlinked}
+    needed = required.required(e.message, [(d.name, d.source) for d in unlinked],
+                               link_names_of=lambda dep: names.get(dep, ()))
     if needed:
         raise _Requires(needed, _with_without(e, without))
 

@@ -6,7 +6,9 @@ links no XML parser, so expat is left out. But dbus's configure checks
 for expat for the whole package (its daemon parses XML) and stops when
 pkg-config does not find it. Such a failure names the pkg-config module;
 if a library left out as "not linked" ships that module's .pc file, the
-build is run again with that library built too.
+build is run again with that library built too. A configure error that
+names the library itself does the same (unbound's "Could not find libexpat,
+expat.h", for a library linked as -lexpat).
 """
 from __future__ import annotations
 
@@ -47,17 +49,34 @@ def shipped_modules(package: str) -> set[str]:
             if f.endswith(".pc") and "/pkgconfig/" in f}
 
 
+_CONFIGURE_ERROR = re.compile(r"configure: error: (.*)")
+
+
+def names_library(failure: str, link_names: Iterable[str]) -> bool:
+    """Whether a configure error names a library by one of its link names:
+    libexpat, -lexpat, expat.h."""
+    m = _CONFIGURE_ERROR.search(failure)
+    if not m:
+        return False
+    return any(re.search(rf"\blib{re.escape(n)}\b|-l{re.escape(n)}\b|\b{re.escape(n)}\.h\b",
+                         m.group(1)) for n in link_names if len(n) > 2)
+
+
 def required(failure: str, left_out: Iterable[tuple[str, str | None]],
-             modules_of: Callable[[str], set[str]] | None = None) -> list[str]:
+             modules_of: Callable[[str], set[str]] | None = None,
+             link_names_of: Callable[[str], Iterable[str]] | None = None) -> list[str]:
     """Of the left-out libraries, given as (build dependency, source
     package), the sources of those whose modules the failure says the
-    build requires. `modules_of`: a package's modules (shipped_modules)."""
+    build requires, or that its configure error names (`link_names_of`: a
+    build dependency's link names). `modules_of`: a package's modules
+    (shipped_modules)."""
     wanted = set(modules_named(failure))
     out: list[str] = []
-    if not wanted:
-        return out
     modules_of = modules_of or shipped_modules
     for dep, source in left_out:
-        if source is not None and source not in out and wanted & modules_of(dep):
+        if source is None or source in out:
+            continue
+        if (wanted and wanted & modules_of(dep)) or (
+                link_names_of is not None and names_library(failure, link_names_of(dep))):
             out.append(source)
     return out

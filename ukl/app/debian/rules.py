@@ -286,9 +286,12 @@ def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
 _REASONS = (
     ("ukl lint: ", re.compile(r"^ukl lint: \S+: \d+ problem\(s\)\n\s+\S+: (?P<why>.+)$", re.M)),
     ("", re.compile(r"^ukl-cc: error: (?P<why>(?!exit status).+)$", re.M)),
-    ("", re.compile(r"^(?P<why>\S+:\d+:(?:\d+:)? (?:fatal )?error: .+)$", re.M)),
+    # Not configure's own test programs (conftest.c), whose errors are its
+    # answers, printed when dh_auto_configure shows config.log.
+    ("", re.compile(r"^(?P<why>(?!conftest\.)\S+:\d+:(?:\d+:)? (?:fatal )?error: .+)$", re.M)),
     ("", re.compile(r"(?P<why>undefined reference to `[^']+')")),
-    ("", re.compile(r"^(?P<why>configure: error: (?!in `).+)$", re.M)),
+    # After "checking for X... " when the check itself stops configure.
+    ("", re.compile(r"^(?:checking .*\.\.\. )?(?P<why>configure: error: (?!in `).+)$", re.M)),
     ("", re.compile(r"^(?P<why>CMake Error at .+)$", re.M)),
     ("", re.compile(r"^(?P<why>meson\.build:\d+:\d+: ERROR: .+)$", re.M)),
     ("", re.compile(r"^(?P<why>dh_\w+: error: .+)$", re.M)),
