@@ -714,3 +714,17 @@ def test_a_fresh_build_keeps_the_previous_builds_log(tmp_path: Path) -> None:
     assert (tmp_path / "debian-demo-ukl.previous.log").read_text() == \
         "configure: error: the first failure\n"
     assert (work / "tree" / "f").read_text() == "x"
+
+
+def test_a_dev_package_beside_its_shared_library_is_not_static_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # tk8.6-dev ships libtkstub8.6.a and no .so, but depends on libtk8.6:
+    # what links Tk shows it in its Depends, unlike uthash's libut.a.
+    pkgs = {"tk8.6-dev": archive.BinaryPackage("tk8.6-dev", "1", "tk8.6", ("libtk8.6",),
+                                               "libdevel"),
+            "libtk8.6": archive.BinaryPackage("libtk8.6", "1", "tk8.6", (), "libs"),
+            "uthash-dev": archive.BinaryPackage("uthash-dev", "1", "uthash", (), "devel")}
+    monkeypatch.setattr(archive, "show", lambda name: pkgs.get(name))
+    assert libdeps._has_shared(pkgs["tk8.6-dev"], ["usr/lib/x86_64-linux-gnu/libtkstub8.6.a"])
+    assert not libdeps._has_shared(pkgs["uthash-dev"], ["usr/lib/x86_64-linux-gnu/libut.a"])
+    assert libdeps._has_shared(pkgs["uthash-dev"], ["usr/lib/x86_64-linux-gnu/libut.so"])

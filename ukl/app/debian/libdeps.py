@@ -119,6 +119,16 @@ def _transitional(pkg: archive.BinaryPackage) -> archive.BinaryPackage:
     return pkg
 
 
+def _has_shared(pkg: archive.BinaryPackage, files: list[str]) -> bool:
+    """Whether a library's -dev package goes with a shared library: one it
+    ships, or a library package of its own source it depends on (tk8.6-dev,
+    whose libtkstub8.6.a is a stub for extensions, and libtk8.6)."""
+    if any(_SHARED.match(f) for f in files):
+        return True
+    return any((dep := archive.show(d)) is not None and dep.source == pkg.source
+               and dep.section in ("libs", "oldlibs") for d in pkg.depends)
+
+
 def classify(alternatives: list[str]) -> Dependency:
     name, pkg = _choose(alternatives)
     pkg = _transitional(_real(pkg)) if pkg is not None else None
@@ -130,7 +140,7 @@ def classify(alternatives: list[str]) -> Dependency:
     if _is_library(pkg, files):
         names = sorted({m.group(1) for f in files if (m := _LINK_NAME.match(f))})
         return Dependency(name, "library", pkg, tuple(f for f in files if _STATIC.match(f)),
-                          tuple(names), any(_SHARED.match(f) for f in files))
+                          tuple(names), _has_shared(pkg, files))
     if any(_HEADER.match(f) for f in files):
         return Dependency(name, "headers", pkg)
     return Dependency(name, "tool", pkg)
