@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from ukl.app.debian import missing_files
 
 
@@ -31,6 +33,24 @@ def test_only_patterns_matching_nothing_are_dropped(tmp_path: Path) -> None:
     before = install.read_text()
     assert missing_files.prune(install, [tmp_path, tmp]) == []
     assert install.read_text() == before
+
+
+def test_debhelper_variables_are_expanded_before_matching(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ncurses's libncurses-dev.install: usr/lib/${DEB_HOST_MULTIARCH}/*.a
+    # was dropped as matching nothing, and its rules' strip then failed.
+    monkeypatch.setenv("DEB_HOST_MULTIARCH", "x86_64-linux-gnu")
+    monkeypatch.setenv("UKL_DEMO", "share")
+    tmp = tmp_path / "debian" / "tmp"
+    (tmp / "usr/lib/x86_64-linux-gnu").mkdir(parents=True)
+    (tmp / "usr/lib/x86_64-linux-gnu/libncurses++w.a").write_text("")
+    (tmp / "usr/share").mkdir()
+    install = tmp_path / "debian" / "libncurses-dev.install"
+    text = "usr/lib/${DEB_HOST_MULTIARCH}/*.a\nusr/${env:UKL_DEMO}\n"
+    install.write_text(text)
+    assert missing_files.prune(install, [tmp_path, tmp]) == []
+    assert install.read_text() == text
+    assert missing_files.expand("a${Space}b${Dollar}${UNKNOWN}") == "a b$${UNKNOWN}"
 
 
 def test_dh_exec_files_and_sourcedir(tmp_path: Path) -> None:

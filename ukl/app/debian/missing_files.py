@@ -14,8 +14,11 @@ then execs the real /usr/bin/dh_install with the same arguments.
 """
 from __future__ import annotations
 
+import functools
 import glob
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,8 +38,35 @@ def _source_dirs(argv: list[str]) -> list[Path]:
     return dirs
 
 
+# debhelper's substitution variables in .install files (debhelper 13):
+# ${DEB_HOST_MULTIARCH} (ncurses's usr/lib/${DEB_HOST_MULTIARCH}/*.a),
+# ${env:NAME} and the few named characters.
+_VARIABLE = re.compile(r"\$\{([A-Za-z0-9_:]+)\}")
+_CHARACTERS = {"Space": " ", "Dollar": "$", "Newline": "\n", "Tab": "\t"}
+
+
+@functools.cache
+def _architecture_variable(name: str) -> str:
+    if name in os.environ:
+        return os.environ[name]
+    res = subprocess.run(["dpkg-architecture", f"-q{name}"], capture_output=True, text=True)
+    return res.stdout.strip() if res.returncode == 0 else ""
+
+
+def expand(pattern: str) -> str:
+    """A pattern with debhelper's ${...} variables replaced."""
+    def value(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name.startswith("env:"):
+            return os.environ.get(name[4:], "")
+        if name in _CHARACTERS:
+            return _CHARACTERS[name]
+        return _architecture_variable(name) if name.startswith("DEB_") else m.group(0)
+    return _VARIABLE.sub(value, pattern)
+
+
 def _matches(pattern: str, dirs: list[Path]) -> bool:
-    return any(glob.glob(str(d / pattern)) for d in dirs)
+    return any(glob.glob(str(d / expand(pattern))) for d in dirs)
 
 
 def prune(install_file: Path, dirs: list[Path]) -> list[str]:
