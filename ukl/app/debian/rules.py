@@ -84,7 +84,12 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
     env = build_env(CC=cc, CXX=cxx,
                     DEB_BUILD_OPTIONS=" ".join([_build_options(), *off.build_options]),
                     DEB_BUILD_PROFILES=",".join(sorted(profiles)),
-                    DEBIAN_FRONTEND="noninteractive")
+                    DEBIAN_FRONTEND="noninteractive",
+                    # The .debs are by-products (the program and libraries
+                    # come from the staged tree): not compressed. A UKL
+                    # program's object with its debugging information is
+                    # 100 MB, and xz took minutes on Redis's four.
+                    DPKG_DEB_COMPRESSOR_TYPE="none")
     if off.skip:
         # Every debhelper command skips them.
         env["DH_OPTIONS"] = off.dh_options
