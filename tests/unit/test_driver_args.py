@@ -165,3 +165,10 @@ def test_the_shared_standin_exports_the_objects_symbols(tmp_path: Path) -> None:
     assert names.get("get") == "T" and names.get("use") == "T"
     assert names.get("counter") in ("B", "D") and "hidden" not in names
     assert (tmp_path / "libdemo.a").is_file()
+    # Nothing loads it: dlopen fails as for a missing module.
+    dynamic = subprocess.run(["readelf", "-d", str(out)], capture_output=True, text=True,
+                             check=True).stdout
+    assert f"[{driver.STANDIN_NEEDED}]" in dynamic
+    import ctypes
+    with pytest.raises(OSError, match=driver.STANDIN_NEEDED):
+        ctypes.CDLL(str(out))

@@ -475,8 +475,12 @@ def _shared_standin(args: list[str]) -> int:
     takes static archives only, see static_inputs). It exports the global
     symbols of the objects it was asked to link (standin_assembly), so
     that Debian's symbols files come out (Python's rules edit
-    libpython3.11's); each function traps, for whatever runs it. Beside
-    it, the static twin of the library (static_twin)."""
+    libpython3.11's); each function traps. It cannot be loaded: it needs
+    a library that does not exist (STANDIN_NEEDED), so dlopen fails as
+    for a missing module (Python's setup.py imports the extension modules
+    it just built, and goes on without those that fail), and a program
+    linked with it does not start. Beside it, the static twin of the
+    library (static_twin)."""
     output, rest = split_output(args)
     soname = standin_soname(rest)
     flags = [f"-Wl,-soname,{soname}"] if soname else []
@@ -485,7 +489,12 @@ def _shared_standin(args: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="ukl-standin-") as tmp:
         stub = Path(tmp) / "standin.s"
         stub.write_text(standin_assembly(_defined_globals(inputs)))
-        res = subprocess.run(["gcc", "-shared", "-nostdlib", str(stub), *flags, "-o", output])
+        needed = Path(tmp) / STANDIN_NEEDED
+        res = subprocess.run(["gcc", "-shared", "-nostdlib", "-x", "c", "/dev/null",
+                              f"-Wl,-soname,{STANDIN_NEEDED}", "-o", str(needed)])
+        if res.returncode == 0:
+            res = subprocess.run(["gcc", "-shared", "-nostdlib", str(stub), *flags,
+                                  "-Wl,--no-as-needed", str(needed), "-o", output])
     if res.returncode == 0:
         static_twin(Path(output), rest)
     return res.returncode
@@ -527,6 +536,8 @@ def standin_assembly(symbols: list[tuple[str, str, int]]) -> str:
     return "\n".join(lines + ['.section .note.GNU-stack,"",@progbits']) + "\n"
 
 
+# What every shared stand-in needs and no system has: loading one fails.
+STANDIN_NEEDED = "libukl-standin-not-loadable.so"
 # A shared library's file name: libcjson.so, libcjson.so.1.7.15.
 _SHARED_NAME = re.compile(r"^(lib.+?)\.so(?:\.[0-9][0-9.]*)?$")
 
