@@ -210,6 +210,14 @@ def test_packages_that_are_not_c_programs_are_named(depends: list[list[str]],
     assert libdeps.unsuitable(control.Control("x", "1", [["libz-dev"]], ["x"], ["x"])) is None
 
 
+def test_a_library_with_java_bindings_is_still_built() -> None:
+    # db5.3: perl needs its C library; its Java bindings need a JDK.
+    ctl = control.Control("db5.3", "1", [["default-jdk"], ["tcl-dev"]], ["libdb5.3-dev"],
+                          ["libdb5.3-dev"])
+    assert "Java" in (libdeps.unsuitable(ctl) or "")
+    assert libdeps.unsuitable(ctl, library=True) is None
+
+
 def test_compiler_names_rules_call_directly_run_ukl_cc(tmp_path: Path) -> None:
     shims = rules.compiler_shims(tmp_path / "compilers", "/x/ukl-cc", "/x/ukl-c++")
     assert (shims / "x86_64-linux-gnu-gcc").read_text() == '#!/bin/sh\nexec /x/ukl-cc "$@"\n'

@@ -7,7 +7,7 @@ import pytest
 
 from ukl.app.debian import build as debbuild
 from ukl.app.debian import recipe
-from ukl.app.debian.required import modules_named, required
+from ukl.app.debian.required import missing_headers, modules_named, required
 from ukl.common.errors import UklError
 
 DBUS_CONFIGURE = """checking for EXPAT... no
@@ -114,3 +114,19 @@ def test_a_configure_error_naming_the_library_requires_it() -> None:
     assert got == ["expat"]
     assert required("configure: error: no libexpatfoo", [("libexpat1-dev", "expat")],
                     modules_of=lambda dep: set(), link_names_of=lambda dep: names[dep]) == []
+
+
+def test_a_header_the_failed_build_did_not_find_requires_its_library() -> None:
+    # Debian's perl insists on Berkeley DB; its Configure says <db.h> NOT
+    # found, and libdb5.3-dev ships db.h.
+    log = ("<netdb.h> found.\n<db.h> NOT found.\n"
+           "debian/config.over: Berkeley DB support not enabled, aborting!\n"
+           "checking for zlib.h... no\n")
+    headers = {"libdb-dev": {"db.h", "db_185.h"}, "zlib1g-dev": {"zlib.h", "zconf.h"}}
+    got = required("dh_auto_build: error: make returned exit code 2",
+                   [("libdb-dev", "db5.3"), ("zlib1g-dev", "zlib")],
+                   modules_of=lambda dep: set(), log_text=log,
+                   headers_of=lambda dep: headers[dep])
+    assert got == ["db5.3"]
+    assert missing_headers("x.c:3:10: fatal error: sasl/sasl.h: No such file or directory\n") \
+        == {"sasl/sasl.h"}

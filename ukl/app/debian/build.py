@@ -377,7 +377,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     library dependencies whether or not the package links them; `variant`
     names a build beside the usual one (its own work directory)."""
     ctl = control.read(source, library=library)
-    why = libdeps.unsuitable(ctl)
+    why = libdeps.unsuitable(ctl, library)
     if why:
         raise UklError(f"{ctl.source} cannot be built as a UKL program: {why}")
     # A library's build differs from its program's (what it links, its
@@ -432,7 +432,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                                                    again, how, ctl.profiles, library),
                     lambda: _fresh_tree(rec, source, work, tree, log, ukl, state),
                     lambda: _skippable(ctl, left_out, shipped_in or linked_as),
-                    lambda e: _check_requires(e, left_out, without),
+                    lambda e: _check_requires(e, left_out, without, log),
                     frozenset(features.configure_options(source)))
             except UklError as e:
                 wrapped = _with_without(e, without)
@@ -475,13 +475,18 @@ def _with_without(e: UklError, without: list[str]) -> UklError:
     return UklError(f"{e.message} (built without {'; '.join(without)})", detail=e.detail)
 
 
-def _check_requires(e: UklError, left_out: list[LeftOut], without: list[str]) -> None:
-    """Raise _Requires if the failure says the build requires libraries
-    left out only because the package does not link them."""
+def _check_requires(e: UklError, left_out: list[LeftOut], without: list[str],
+                    log: Path | None = None) -> None:
+    """Raise _Requires if the failure (and the build's log) says the build
+    requires libraries left out only because the package does not link
+    them."""
     unlinked = [d for d in left_out if d.unlinked]
+    if not unlinked:
+        return
     names = {d.name: d.link_names for d in unlinked}
+    text = log.read_text(errors="replace") if log is not None and log.is_file() else ""
     needed = required.required(e.message, [(d.name, d.source) for d in unlinked],
-                               link_names_of=lambda dep: names.get(dep, ()))
+                               link_names_of=lambda dep: names.get(dep, ()), log_text=text)
     if needed:
         raise _Requires(needed, _with_without(e, without))
 

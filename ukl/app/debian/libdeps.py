@@ -181,11 +181,16 @@ _NOT_C = (
 )
 
 
-def unsuitable(ctl: control.Control) -> str | None:
-    """Why `ctl`'s package cannot become a UKL program, or None."""
+def unsuitable(ctl: control.Control, library: bool = False) -> str | None:
+    """Why `ctl`'s package cannot become a UKL program (or, `library`, a
+    UKL program's library dependency), or None. A library's build
+    dependencies may name a JDK or Python for its bindings (db5.3's Java
+    ones): its C library is built all the same."""
     if not ctl.binaries:
         return ("it builds only architecture-independent packages (Architecture: all): "
                 "there is no C or C++ program to compile")
+    if library:
+        return None
     names = {alt for alts in ctl.build_depends for alt in alts[:1]}
     for deps, why in _NOT_C:
         if names & set(deps):

@@ -8,7 +8,9 @@ pkg-config does not find it. Such a failure names the pkg-config module;
 if a library left out as "not linked" ships that module's .pc file, the
 build is run again with that library built too. A configure error that
 names the library itself does the same (unbound's "Could not find libexpat,
-expat.h", for a library linked as -lexpat).
+expat.h", for a library linked as -lexpat), and so does a failed build
+whose log says a header such a library ships was not found (perl's
+Configure finds no <db.h>, and Debian's perl insists on Berkeley DB).
 """
 from __future__ import annotations
 
@@ -50,6 +52,32 @@ def shipped_modules(package: str) -> set[str]:
 
 
 _CONFIGURE_ERROR = re.compile(r"configure: error: (.*)")
+# A header a build looked for and did not find: perl's Configure
+# ("<db.h> NOT found."), a compiler's fatal error. Not autoconf's
+# "checking for db.h... no", which optional features print by the dozen.
+_MISSING_HEADERS = (
+    re.compile(r"^<([\w/.+-]+\.h)> NOT found\.", re.M),
+    re.compile(r"fatal error: ([\w/.+-]+\.h): No such file or directory"),
+)
+
+
+def missing_headers(log_text: str) -> set[str]:
+    """The headers (db.h, sasl/sasl.h) a build's log says it did not find."""
+    return {h for pattern in _MISSING_HEADERS for h in pattern.findall(log_text)}
+
+
+def shipped_headers(package: str) -> set[str]:
+    """The headers Debian's binary package ships, below usr/include (and
+    its multiarch directory): db.h, sasl/sasl.h."""
+    pkg = archive.show(package)
+    if pkg is None:
+        return set()
+    found = set()
+    for f in archive.contents(pkg):
+        m = re.match(r"^usr/include/(?:[a-z0-9_]+-linux-gnu/)?(.+\.h)$", f)
+        if m:
+            found.add(m.group(1))
+    return found
 
 
 def names_library(failure: str, link_names: Iterable[str]) -> bool:
@@ -64,19 +92,26 @@ def names_library(failure: str, link_names: Iterable[str]) -> bool:
 
 def required(failure: str, left_out: Iterable[tuple[str, str | None]],
              modules_of: Callable[[str], set[str]] | None = None,
-             link_names_of: Callable[[str], Iterable[str]] | None = None) -> list[str]:
+             link_names_of: Callable[[str], Iterable[str]] | None = None,
+             log_text: str = "",
+             headers_of: Callable[[str], set[str]] | None = None) -> list[str]:
     """Of the left-out libraries, given as (build dependency, source
     package), the sources of those whose modules the failure says the
-    build requires, or that its configure error names (`link_names_of`: a
-    build dependency's link names). `modules_of`: a package's modules
-    (shipped_modules)."""
+    build requires, that its configure error names (`link_names_of`: a
+    build dependency's link names), or whose headers the failed build's
+    log (`log_text`) says were not found. `modules_of`: a package's
+    modules (shipped_modules); `headers_of`: its headers
+    (shipped_headers)."""
     wanted = set(modules_named(failure))
+    headers = missing_headers(log_text) if log_text else set()
     out: list[str] = []
     modules_of = modules_of or shipped_modules
+    headers_of = headers_of or shipped_headers
     for dep, source in left_out:
         if source is None or source in out:
             continue
         if (wanted and wanted & modules_of(dep)) or (
-                link_names_of is not None and names_library(failure, link_names_of(dep))):
+                link_names_of is not None and names_library(failure, link_names_of(dep))) or (
+                headers and headers & headers_of(dep)):
             out.append(source)
     return out
