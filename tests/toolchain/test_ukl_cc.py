@@ -363,3 +363,38 @@ def test_a_library_builds_program_takes_its_own_definitions_first(tmp_path: Path
         if ok:
             # Its own internal() for both calls: 5 + 5.
             assert subprocess.run([str(tmp_path / out)]).returncode == 10
+
+
+SECTION_SET = """\
+#include <stdio.h>
+struct item { const char *name; };
+#define ITEM(n) static const struct item item_##n \\
+    __attribute__((used, section("my_set"))) = { #n }
+ITEM(one); ITEM(two); ITEM(three);
+extern const struct item __start_my_set[], __stop_my_set[];
+int main(void) { printf("items=%d\\n", (int)(__stop_my_set - __start_my_set)); return 0; }
+"""
+
+
+def test_a_section_set_has_its_bounds_in_the_ukl_object(tmp_path: Path) -> None:
+    # haproxy finds its initcalls between __start_i_STG_PREPARE and
+    # __stop_i_STG_PREPARE, which ld defines in an ordinary link; the
+    # kernel link renames the section, so the UKL object defines them.
+    src = tmp_path / "sets.c"
+    src.write_text(SECTION_SET)
+    exe = tmp_path / "sets"
+    res = _build(UKL_CC, src, exe)
+    assert res.returncode == 0, res.stderr
+    assert subprocess.run([str(exe)], capture_output=True, text=True).stdout == "items=3\n"
+    obj = _ukl_object(exe, tmp_path)
+    assert driver.undefined_symbols(obj) == [s for s in driver.undefined_symbols(obj)
+                                             if "my_set" not in s]
+    symbols = subprocess.run(["readelf", "-sW", str(obj)], capture_output=True, text=True,
+                             check=True).stdout
+    bounds = {f[-1]: int(f[1], 16) for line in symbols.splitlines()
+              if (f := line.split()) and f[-1].endswith("_my_set")}
+    prefix = driver.SYMBOL_PREFIX
+    assert bounds == {f"{prefix}__start_my_set": 0, f"{prefix}__stop_my_set": 24}
+    sections = subprocess.run(["objdump", "-h", str(obj)], capture_output=True, text=True,
+                              check=True).stdout
+    assert ".data.ukl_set.my_set" in sections

@@ -391,13 +391,53 @@ def _self_symbols(user_obj: Path, tmp: Path) -> list[str]:
     return [str(obj)]
 
 
+# The sections glibc collects whose bounds the kernel's linker script
+# defines (__start___libc_atexit ...): the kernel link's, as before.
+_KERNEL_SETS = {"__libc_subfreeres", "__libc_atexit", "__libc_IO_vtables"}
+_SET_BOUND = re.compile(r"^__(?:start|stop)_([A-Za-z_][A-Za-z0-9_]*)$")
+
+
+def section_sets(user_obj: Path) -> list[str]:
+    """The sections the program finds by ld's __start_NAME/__stop_NAME
+    (haproxy's initcall lists, i_STG_PREPARE), which the user object has:
+    an ordinary link defines those bounds for a section named like a C
+    identifier, the kernel link (where the section is .uklNAME) does not."""
+    wanted = {m.group(1) for s in undefined_symbols(user_obj) + undefined_symbols(user_obj, "w")
+              if (m := _SET_BOUND.match(s)) and m.group(1) not in _KERNEL_SETS}
+    if not wanted:
+        return []
+    out = subprocess.run(["objdump", "-h", str(user_obj)], capture_output=True, text=True,
+                         check=True).stdout
+    present = {parts[1] for line in out.splitlines()
+               if len(parts := line.split()) > 1 and parts[0].isdigit()}
+    return sorted(wanted & present)
+
+
+def section_set_script(names: list[str]) -> str:
+    """A linker script for the partial link that gathers each set into a
+    data section of its own (.data.ukl_set.NAME: the kernel's script takes
+    .ukl.data.*) between its __start_/__stop_ symbols, which the link then
+    defines relative to it."""
+    lines = ["SECTIONS {"]
+    for n in names:
+        lines += [f"  .data.ukl_set.{n} : {{", f"    __start_{n} = .;", f"    KEEP(*({n}))",
+                  f"    __stop_{n} = .;", "  }"]
+    return "\n".join(lines + ["}"]) + "\n"
+
+
 def make_ukl_object(cxx: bool, user_obj: Path, out: Path, tmp: Path) -> None:
     """ld -r the user object with the UKL libraries, check what stays
     undefined, and prefix every other name."""
     start, libs, end = _link_inputs(cxx)
     raw = tmp / "raw.o"
     gcc = "g++" if cxx else "gcc"
-    _run([gcc, "-r", "-nostdlib", *start, str(user_obj), *_self_symbols(user_obj, tmp),
+    sets = section_sets(user_obj)
+    script: list[str] = []
+    if sets:
+        (tmp / "sets.ld").write_text(section_set_script(sets))
+        script = [f"-Wl,-T,{tmp / 'sets.ld'}"]
+    _run([gcc, "-r", "-nostdlib", *script, *start, str(user_obj),
+          *_self_symbols(user_obj, tmp),
           *libs, *end, "-o", str(raw)])
     undefined = undefined_symbols(raw)
     stray = [s for s in undefined if not crossing(s)]
