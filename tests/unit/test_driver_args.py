@@ -172,3 +172,22 @@ def test_the_shared_standin_exports_the_objects_symbols(tmp_path: Path) -> None:
     import ctypes
     with pytest.raises(OSError, match=driver.STANDIN_NEEDED):
         ctypes.CDLL(str(out))
+
+
+def test_a_libtool_archive_brings_its_dependencies(tmp_path: Path) -> None:
+    # gnutls-cli links ../lib/.libs/libgnutls.so; its archive needs Nettle,
+    # GMP and a convenience library of its own, which the .la file names.
+    libs = tmp_path / "lib" / ".libs"
+    libs.mkdir(parents=True)
+    for name in ("libgnutls.so", "libgnutls.a"):
+        (libs / name).write_text("")
+    gl = tmp_path / "gl"
+    (gl / ".libs").mkdir(parents=True)
+    (gl / ".libs" / "libgnu.a").write_text("")
+    (gl / "libgnu.la").write_text("old_library='libgnu.a'\n")
+    (tmp_path / "lib" / "libgnutls.la").write_text(
+        f"dependency_libs=' -L/deps/usr/lib {gl / 'libgnu.la'} -lnettle -lgmp -pthread'\n"
+        "old_library='libgnutls.a'\n")
+    got = static_inputs(["cli.o", str(libs / "libgnutls.so"), "-lm"])
+    assert got == ["cli.o", str(libs / "libgnutls.a"), "-lm", "-L/deps/usr/lib",
+                   str(gl / ".libs" / "libgnu.a"), "-lnettle", "-lgmp"]

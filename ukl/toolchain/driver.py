@@ -270,8 +270,10 @@ def without_left_out(args: list[str], name: str = "ukl-cc") -> list[str]:
 def static_inputs(args: list[str]) -> list[str]:
     """The user's link arguments with each shared library named by path
     (libtool passes .libs/libfoo.so) replaced by the static archive beside
-    it; a shared library without one cannot be linked."""
+    it, followed by what that archive needs (libtool_dependencies); a
+    shared library without one cannot be linked."""
     out = []
+    needs: list[str] = []
     for a in args:
         m = re.match(r"^(.*)\.so(\.[0-9.]+)?$", a)
         if m and not a.startswith("-") and Path(a).exists():
@@ -280,7 +282,40 @@ def static_inputs(args: list[str]) -> list[str]:
                 raise DriverError(f"{a} is a shared library and there is no {archive.name} "
                                   "beside it; a UKL program links static archives only")
             a = str(archive)
+            needs += [d for d in libtool_dependencies(archive) if d not in needs]
         out.append(a)
+    return out + needs
+
+
+_LA_DEPENDENCIES = re.compile(r"^dependency_libs='([^']*)'", re.M)
+_LA_OLD_LIBRARY = re.compile(r"^old_library='([^']*)'", re.M)
+
+
+def libtool_dependencies(archive: Path) -> list[str]:
+    """What a libtool library's static archive needs in a link: its .la
+    file's dependency_libs (-L, -l, other .la files as their archives).
+    A link against libgnutls.so needs none of them (the shared library
+    names them); one against libgnutls.a needs Nettle, GMP and the rest
+    (gnutls-cli, linked against its own library)."""
+    la = archive.parent.parent / (archive.stem + ".la") if archive.parent.name == ".libs" \
+        else archive.with_suffix(".la")
+    if not la.is_file():
+        return []
+    m = _LA_DEPENDENCIES.search(la.read_text(errors="replace"))
+    out: list[str] = []
+    for word in shlex.split(m.group(1)) if m else []:
+        if word.endswith(".la"):
+            dep = Path(word)
+            old = _LA_OLD_LIBRARY.search(dep.read_text(errors="replace")) if dep.is_file() \
+                else None
+            if not old or not old.group(1):
+                continue
+            word = str(dep.parent / ".libs" / old.group(1))
+            if not Path(word).is_file():
+                word = str(dep.parent / old.group(1))
+        elif not word.startswith(("-l", "-L")):
+            continue
+        out.append(word)
     return out
 
 
