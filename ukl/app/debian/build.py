@@ -230,10 +230,14 @@ class LeftOut:
     unlinked: bool = False
     # Its libraries' link names (lzf): ukl-cc drops -llzf from links.
     link_names: tuple[str, ...] = ()
+    # The binary package that stands for it (libdb5.3-dev for libdb-dev),
+    # whose files say which headers and pkg-config modules it has.
+    package: str | None = None
 
 
 def _left_out(dep: libdeps.Dependency, why: str, unlinked: bool = False) -> LeftOut:
-    return LeftOut(dep.name, dep.source, why, unlinked, dep.link_names)
+    return LeftOut(dep.name, dep.source, why, unlinked, dep.link_names,
+                   dep.package.name if dep.package else None)
 
 
 class _Requires(Exception):
@@ -483,9 +487,9 @@ def _check_requires(e: UklError, left_out: list[LeftOut], without: list[str],
     unlinked = [d for d in left_out if d.unlinked]
     if not unlinked:
         return
-    names = {d.name: d.link_names for d in unlinked}
+    names = {d.package or d.name: d.link_names for d in unlinked}
     text = log.read_text(errors="replace") if log is not None and log.is_file() else ""
-    needed = required.required(e.message, [(d.name, d.source) for d in unlinked],
+    needed = required.required(e.message, [(d.package or d.name, d.source) for d in unlinked],
                                link_names_of=lambda dep: names.get(dep, ()), log_text=text)
     if needed:
         raise _Requires(needed, _with_without(e, without))
