@@ -72,6 +72,9 @@ def test_standin_soname_forms() -> None:
     assert standin_soname(["-Wl,-soname,libz.so.1", "a.o"]) == "libz.so.1"
     assert standin_soname(["-Wl,-soname=libz.so.1"]) == "libz.so.1"
     assert standin_soname(["-Wl,-soname", "-Wl,liblzma.so.5"]) == "liblzma.so.5"
+    # Python's: without a soname dpkg-gensymbols saw no library.
+    assert standin_soname(["-Wl,-hlibpython3.11.so.1.0", "a.o"]) == "libpython3.11.so.1.0"
+    assert standin_soname(["-Wl,-h,libfoo.so.2"]) == "libfoo.so.2"
     assert standin_soname(["a.o"]) is None
 
 

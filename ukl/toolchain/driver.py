@@ -101,7 +101,8 @@ COMPILER_SHIMS_ENV = "UKL_COMPILER_SHIMS"
 # Host library directories: nothing built there is kernel-model code (see
 # _check_inputs).
 _HOST_LIBRARY_DIRS = (Path("/usr/lib"), Path("/lib"), Path("/usr/local/lib"), Path("/lib64"))
-_SONAME = re.compile(r"^-Wl,(?:-soname|-h)[,=](.+)$")
+# -Wl,-soname,X, -Wl,-soname=X, -Wl,-h,X and -Wl,-hX (Python's).
+_SONAME = re.compile(r"^-Wl,(?:-soname[,=]|-h[,=]?)(.+)$")
 # Position-independent code cannot use the kernel code model, and a UKL app
 # is one static object: projects that ask for PIC (for a static library they
 # could also make shared, like hiredis) get ordinary kernel-model code.
