@@ -736,3 +736,17 @@ def test_a_dev_package_beside_its_shared_library_is_not_static_only(
     assert libdeps._has_shared(pkgs["tk8.6-dev"], ["usr/lib/x86_64-linux-gnu/libtkstub8.6.a"])
     assert not libdeps._has_shared(pkgs["uthash-dev"], ["usr/lib/x86_64-linux-gnu/libut.a"])
     assert libdeps._has_shared(pkgs["uthash-dev"], ["usr/lib/x86_64-linux-gnu/libut.so"])
+
+
+def test_a_staged_link_to_nothing_is_not_installed(tmp_path: Path) -> None:
+    # python3.11's debug headers are a link into libpython3.11-dbg, which
+    # a build that skipped that package never made.
+    inc = tmp_path / "debian" / "libpython3.11-dev" / "usr" / "include"
+    (inc / "python3.11").mkdir(parents=True)
+    (inc / "python3.11" / "Python.h").write_text("")
+    (inc / "python3.11d").mkdir()
+    (inc / "python3.11d" / "Python.h").symlink_to("../../../libpython3.11-dbg/Python.h")
+    dest = tmp_path / "install"
+    rules.install_library(tmp_path, ["libpython3.11-dev"], dest)
+    assert (dest / "usr/include/python3.11/Python.h").is_file()
+    assert not (dest / "usr/include/python3.11d/Python.h").exists()

@@ -343,7 +343,9 @@ def install_library(tree: Path, binaries: list[str], dest: Path) -> list[str]:
             keep = (parts[:2] == ("usr", "include")
                     or (in_lib and (path.suffix == ".a" or "pkgconfig" in parts))
                     or parts[:3] == ("usr", "share", "pkgconfig"))
-            if not keep or path.is_dir():
+            # Not a link to nothing (python3.11's include/python3.11d,
+            # a link into the debug package a build may skip).
+            if not keep or path.is_dir() or not path.exists():
                 continue
             _install_file(path, dest / rel, dest)
             if path.suffix == ".a":
