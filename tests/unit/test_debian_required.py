@@ -61,7 +61,7 @@ def test_a_build_requiring_an_unlinked_library_is_built_again_with_it(
     def once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
              chain: tuple[str, ...], library: bool, linked_as: str | None,
              leave_out: frozenset[str], also: frozenset[str],
-             variant: str = "") -> debbuild.Built:
+             variant: str = "", lean: bool = True) -> debbuild.Built:
         calls.append(also)
         if "expat" not in also:
             raise debbuild._Requires(["expat"], UklError("no expat"))
@@ -130,3 +130,35 @@ def test_a_header_the_failed_build_did_not_find_requires_its_library() -> None:
     assert got == ["db5.3"]
     assert missing_headers("x.c:3:10: fatal error: sasl/sasl.h: No such file or directory\n") \
         == {"sasl/sasl.h"}
+
+
+def test_a_library_failing_with_its_lean_profiles_is_built_with_the_defaults(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # db5.3's rules break under pkg.db5.3.nosql (they still move dbsql).
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "control").write_text(
+        "Source: db5.3\nBuild-Depends: tcl-dev <!pkg.db5.3.notcl>\n\n"
+        "Package: libdb5.3-dev\nArchitecture: any\n")
+    (tmp_path / "debian" / "changelog").write_text(
+        "db5.3 (5.3.28-1) unstable; urgency=low\n\n  * x\n\n"
+        " -- A <a@b.c>  Mon, 01 Jan 2024 00:00:00 +0000\n")
+    done = debbuild.Built("db5.3", tmp_path, tmp_path, None, [])
+    calls: list[bool] = []
+
+    def once(*args: object) -> debbuild.Built:
+        lean = bool(args[-1])
+        calls.append(lean)
+        if lean:
+            raise UklError("mv: cannot stat dbsql; full log: x")
+        return done
+    monkeypatch.setattr(debbuild, "_debian_build_once", once)
+    monkeypatch.setattr(debbuild, "_NOT_LEAN", {})
+    got = debbuild._debian_build(recipe.Recipe(package="db5.3"), tmp_path, True, None, (),
+                                 True, None, frozenset())
+    assert got is done and calls == [True, False]
+    # Remembered: the next build goes straight to the default profiles.
+    monkeypatch.setattr(debbuild, "_NOT_LEAN", {})
+    calls.clear()
+    debbuild._debian_build(recipe.Recipe(package="db5.3"), tmp_path, True, None, (),
+                           True, None, frozenset())
+    assert calls == [False]

@@ -359,12 +359,52 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     out as not linked (dbus's configure checks for expat, which only its
     daemon uses), once more with them built too (ukl.app.debian.required).
     What a build was found to require is remembered in its work
-    directory, and later builds start from it."""
+    directory, and later builds start from it. A library built with its
+    package's lean profiles (pkg.db5.3.nosql) that fails is built once
+    more with Debian's default ones: those are the paths Debian's own
+    builds take (db5.3's rules break under nosql); remembered too."""
+    lean = library and not _NOT_LEAN.get(source, False) and not (source / _NOT_LEAN_FILE).exists()
+    if not lean:
+        return _debian_build_requiring(rec, source, ukl, binary, chain, library, linked_as,
+                                       leave_out, variant, lean=False)
+    try:
+        return _debian_build_requiring(rec, source, ukl, binary, chain, library, linked_as,
+                                       leave_out, variant, lean=True)
+    except UklError as e:
+        if not _has_lean_profiles(source):
+            raise
+        print(f"ukl: {rec.package}: its build with the package's lean profiles failed "
+              f"({e.message.split('; full log:')[0]}); building it with Debian's default "
+              "profiles", file=sys.stderr)
+    built = _debian_build_requiring(rec, source, ukl, binary, chain, library, linked_as,
+                                    leave_out, variant, lean=False)
+    _NOT_LEAN[source] = True
+    (source / _NOT_LEAN_FILE).touch()
+    return built
+
+
+def _has_lean_profiles(source: Path) -> bool:
+    try:
+        return control.read(source, library=True).profiles != control.PROFILES
+    except UklError:
+        return False
+
+
+# Sources whose lean build failed and whose default one did (this process);
+# on disk, a file in the unpacked source tree.
+_NOT_LEAN: dict[Path, bool] = {}
+_NOT_LEAN_FILE = ".ukl-not-lean"
+
+
+def _debian_build_requiring(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
+                            chain: tuple[str, ...], library: bool, linked_as: str | None,
+                            leave_out: frozenset[str], variant: str, lean: bool) -> Built:
+    """_debian_build_once, again with what each failure says it requires."""
     also: frozenset[str] = frozenset()
     while True:
         try:
             return _debian_build_once(rec, source, ukl, binary, chain, library, linked_as,
-                                      leave_out, also, variant)
+                                      leave_out, also, variant, lean)
         except _Requires as r:
             if also.issuperset(r.sources):
                 raise r.error from None
@@ -376,11 +416,11 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
 def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | None,
                        chain: tuple[str, ...], library: bool, linked_as: str | None,
                        leave_out: frozenset[str], also: frozenset[str],
-                       variant: str = "") -> Built:
+                       variant: str = "", lean: bool = True) -> Built:
     """Debian's build of the package, with the sources in `also` built as
     library dependencies whether or not the package links them; `variant`
     names a build beside the usual one (its own work directory)."""
-    ctl = control.read(source, library=library)
+    ctl = control.read(source, library=library, lean=lean)
     why = libdeps.unsuitable(ctl, library)
     if why:
         raise UklError(f"{ctl.source} cannot be built as a UKL program: {why}")

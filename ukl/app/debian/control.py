@@ -96,10 +96,10 @@ def lean_profiles(control_text: str, source: str) -> frozenset[str]:
                      if m.group(1) == source)
 
 
-def read(tree: Path, library: bool = False) -> Control:
+def read(tree: Path, library: bool = False, lean: bool = True) -> Control:
     """debian/control and debian/changelog of an unpacked source tree;
     `library`: built as another package's library dependency (with the
-    package's lean profiles)."""
+    package's lean profiles, unless not `lean`)."""
     control = tree / "debian" / "control"
     if not control.is_file():
         raise UklError(f"{tree} has no debian/control: not an unpacked Debian source package")
@@ -112,7 +112,7 @@ def read(tree: Path, library: bool = False) -> Control:
         version = str(Changelog(f, max_blocks=1).version)
     source = head.get("Source", tree.name)
     profiles = PROFILES
-    if library:
+    if library and lean:
         profiles |= lean_profiles(control.read_text(encoding="utf-8", errors="replace"), source)
     depends = relations(", ".join(head.get(f, "") for f in ("Build-Depends", "Build-Depends-Arch")
                                   if head.get(f)), profiles)
