@@ -162,3 +162,18 @@ def test_a_library_failing_with_its_lean_profiles_is_built_with_the_defaults(
     debbuild._debian_build(recipe.Recipe(package="db5.3"), tmp_path, True, None, (),
                            True, None, frozenset())
     assert calls == [False]
+
+
+def test_what_a_failure_requires_is_remembered_at_once(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # perl's build needs half an hour; stopped after its first failure,
+    # the next build starts with Berkeley DB.
+    log = tmp_path / "build.log"
+    log.write_text("<db.h> NOT found.\n")
+    monkeypatch.setattr("ukl.app.debian.required.shipped_headers",
+                        lambda dep: {"db.h"} if dep == "libdb5.3-dev" else set())
+    left = [debbuild.LeftOut("libdb-dev", "db5.3", "not linked", True, ("db",), "libdb5.3-dev")]
+    with pytest.raises(debbuild._Requires):
+        debbuild._check_requires(UklError("make returned exit code 2"), left, [], log,
+                                 tmp_path, frozenset({"gdbm"}))
+    assert debbuild._remembered_requires(tmp_path) == {"db5.3", "gdbm"}

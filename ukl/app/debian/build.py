@@ -476,7 +476,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                                                    again, how, ctl.profiles, library),
                     lambda: _fresh_tree(rec, source, work, tree, log, ukl, state),
                     lambda: _skippable(ctl, left_out, shipped_in or linked_as),
-                    lambda e: _check_requires(e, left_out, without, log),
+                    lambda e: _check_requires(e, left_out, without, log, work, also),
                     frozenset(features.configure_options(source)))
             except UklError as e:
                 wrapped = _with_without(e, without)
@@ -520,10 +520,13 @@ def _with_without(e: UklError, without: list[str]) -> UklError:
 
 
 def _check_requires(e: UklError, left_out: list[LeftOut], without: list[str],
-                    log: Path | None = None) -> None:
+                    log: Path | None = None, work: Path | None = None,
+                    also: frozenset[str] = frozenset()) -> None:
     """Raise _Requires if the failure (and the build's log) says the build
     requires libraries left out only because the package does not link
-    them."""
+    them. What it requires is remembered in `work` at once, with what the
+    build already had (`also`): a build stopped before it finishes (perl's
+    takes half an hour) starts from it the next time."""
     unlinked = [d for d in left_out if d.unlinked]
     if not unlinked:
         return
@@ -532,6 +535,8 @@ def _check_requires(e: UklError, left_out: list[LeftOut], without: list[str],
     needed = required.required(e.message, [(d.package or d.name, d.source) for d in unlinked],
                                link_names_of=lambda dep: names.get(dep, ()), log_text=text)
     if needed:
+        if work is not None:
+            _remember_requires(work, also | frozenset(needed))
         raise _Requires(needed, _with_without(e, without))
 
 
