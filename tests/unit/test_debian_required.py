@@ -152,12 +152,10 @@ def test_a_library_failing_with_its_lean_profiles_is_built_with_the_defaults(
             raise UklError("mv: cannot stat dbsql; full log: x")
         return done
     monkeypatch.setattr(debbuild, "_debian_build_once", once)
-    monkeypatch.setattr(debbuild, "_NOT_LEAN", {})
     got = debbuild._debian_build(recipe.Recipe(package="db5.3"), tmp_path, True, None, (),
                                  True, None, frozenset())
     assert got is done and calls == [True, False]
     # Remembered: the next build goes straight to the default profiles.
-    monkeypatch.setattr(debbuild, "_NOT_LEAN", {})
     calls.clear()
     debbuild._debian_build(recipe.Recipe(package="db5.3"), tmp_path, True, None, (),
                            True, None, frozenset())

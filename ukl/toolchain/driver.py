@@ -361,12 +361,12 @@ def host_inputs(trace: str) -> list[str]:
 
 def undefined_symbols(obj: Path, kind: str = "U") -> list[str]:
     """Undefined symbols of a relocatable object: strong ("U") by default,
-    or weak ("w"), which may stay 0."""
+    or weak ("w"), which may stay 0, or both ("Uw")."""
     out = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=True)
     names = []
     for line in out.stdout.splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[0] == kind:
+        if len(parts) == 2 and parts[0] in kind:
             names.append(parts[1])
     return names
 
@@ -438,7 +438,7 @@ def section_sets(user_obj: Path) -> list[str]:
     (haproxy's initcall lists, i_STG_PREPARE), which the user object has:
     an ordinary link defines those bounds for a section named like a C
     identifier, the kernel link (where the section is .uklNAME) does not."""
-    wanted = {m.group(1) for s in undefined_symbols(user_obj) + undefined_symbols(user_obj, "w")
+    wanted = {m.group(1) for s in undefined_symbols(user_obj, "Uw")
               if (m := _SET_BOUND.match(s)) and m.group(1) not in _KERNEL_SETS}
     if not wanted:
         return []

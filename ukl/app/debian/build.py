@@ -363,22 +363,18 @@ def _debian_build(rec: recipe.Recipe, source: Path, ukl: bool, binary: str | Non
     package's lean profiles (pkg.db5.3.nosql) that fails is built once
     more with Debian's default ones: those are the paths Debian's own
     builds take (db5.3's rules break under nosql); remembered too."""
-    lean = library and not _NOT_LEAN.get(source, False) and not (source / _NOT_LEAN_FILE).exists()
-    if not lean:
-        return _debian_build_requiring(rec, source, ukl, binary, chain, library, linked_as,
-                                       leave_out, variant, lean=False)
+    lean = library and not (source / _NOT_LEAN_FILE).exists()
     try:
         return _debian_build_requiring(rec, source, ukl, binary, chain, library, linked_as,
-                                       leave_out, variant, lean=True)
+                                       leave_out, variant, lean)
     except UklError as e:
-        if not _has_lean_profiles(source):
+        if not lean or not _has_lean_profiles(source):
             raise
         print(f"ukl: {rec.package}: its build with the package's lean profiles failed "
               f"({e.message.split('; full log:')[0]}); building it with Debian's default "
               "profiles", file=sys.stderr)
     built = _debian_build_requiring(rec, source, ukl, binary, chain, library, linked_as,
                                     leave_out, variant, lean=False)
-    _NOT_LEAN[source] = True
     (source / _NOT_LEAN_FILE).touch()
     return built
 
@@ -390,9 +386,8 @@ def _has_lean_profiles(source: Path) -> bool:
         return False
 
 
-# Sources whose lean build failed and whose default one did (this process);
-# on disk, a file in the unpacked source tree.
-_NOT_LEAN: dict[Path, bool] = {}
+# In an unpacked source tree: its lean build failed and its default one
+# did.
 _NOT_LEAN_FILE = ".ukl-not-lean"
 
 

@@ -116,6 +116,11 @@ class Switch:
         return self.variable.startswith("-D")
 
     @property
+    def configure_variable(self) -> bool:
+        """enable_sasl: what the site file sets."""
+        return not self.build_option and "=" not in self.variable
+
+    @property
     def option(self) -> str:
         if self.make_assignment:
             return f"make {self.variable}"
@@ -156,15 +161,21 @@ def configure_options(tree: Path) -> set[str]:
     return found - _NEVER
 
 
+def rules_files(tree: Path) -> list[Path]:
+    """The files of a package's rules: debian/rules and the makefiles it
+    includes from debian/."""
+    return [f for f in [tree / "debian" / "rules", *sorted((tree / "debian").glob("*.mk"))]
+            if f.is_file()]
+
+
 def rules_options(tree: Path) -> set[str]:
     """The `no` words debian/rules (and makefiles it includes from
     debian/) looks for in DEB_BUILD_OPTIONS, but those every build has."""
     found: set[str] = set()
-    for rules in [tree / "debian" / "rules", *sorted((tree / "debian").glob("*.mk"))]:
-        if rules.is_file():
-            for line in rules.read_text(errors="replace").splitlines():
-                if "DEB_BUILD_OPTIONS" in line:
-                    found |= set(_RULES_OPTION.findall(line))
+    for rules in rules_files(tree):
+        for line in rules.read_text(errors="replace").splitlines():
+            if "DEB_BUILD_OPTIONS" in line:
+                found |= set(_RULES_OPTION.findall(line))
     return found - _GENERIC_BUILD_OPTIONS
 
 
@@ -173,11 +184,10 @@ def make_options(tree: Path) -> set[str]:
     it includes from debian/) turns on with a make variable: USE_SYSTEMD=no
     for its USE_SYSTEMD=yes."""
     found: set[str] = set()
-    for rules in [tree / "debian" / "rules", *sorted((tree / "debian").glob("*.mk"))]:
-        if rules.is_file():
-            for name, value in _MAKE_SWITCH.findall(rules.read_text(errors="replace")):
-                if name.isupper():
-                    found.add(f"{name}={_MAKE_OFF[value.lower()]}")
+    for rules in rules_files(tree):
+        for name, value in _MAKE_SWITCH.findall(rules.read_text(errors="replace")):
+            if name.isupper():
+                found.add(f"{name}={_MAKE_OFF[value.lower()]}")
     return found
 
 
@@ -185,10 +195,9 @@ def cmake_options(tree: Path) -> set[str]:
     """The cmake definitions that turn off what debian/rules gives cmake
     for a feature: -DWITH_SYSTEMD=OFF for its -DWITH_SYSTEMD=ON."""
     found: set[str] = set()
-    for rules in [tree / "debian" / "rules", *sorted((tree / "debian").glob("*.mk"))]:
-        if rules.is_file():
-            found |= {f"-D{name}=OFF"
-                      for name in _CMAKE_SWITCH.findall(rules.read_text(errors="replace"))}
+    for rules in rules_files(tree):
+        found |= {f"-D{name}=OFF"
+                  for name in _CMAKE_SWITCH.findall(rules.read_text(errors="replace"))}
     return found
 
 
@@ -256,8 +265,7 @@ def site_text(switches: dict[str, list[Switch]]) -> str:
     """config.site lines that turn the switches off ("" for none)."""
     lines = []
     for dep, sws in sorted(switches.items()):
-        configure = [s.site_line for s in sws
-                     if not s.build_option and "=" not in s.variable]
+        configure = [s.site_line for s in sws if s.configure_variable]
         if configure:
             why = ("configure's errors named these, which need what was left out"
                    if dep == ASKED else f"{dep} could not be built for UKL")
@@ -336,7 +344,7 @@ def packages_needing(binaries: list[str], sources: set[str], keep: list[str]) ->
 
 # configure's error line, and the switches it names: "build without
 # --with-webdav-props", "--with-webdav-props requires sqlite".
-_CONFIGURE_ERROR = re.compile(r"configure: error: (.*)")
+CONFIGURE_ERROR = re.compile(r"configure: error: (.*)")
 _NAMED_SWITCH = re.compile(r"--(with|enable)-([A-Za-z0-9][A-Za-z0-9_-]*)")
 # The site file's key for switches a configure error asked to go off.
 ASKED = "its configure requires what was left out"
@@ -347,7 +355,7 @@ def asked_off(message: str, options: set[str], off: Off) -> list[Switch]:
     are still on: turning off one library's switch can leave a feature
     needing it on (lighttpd: --without-sqlite, then "--with-webdav-props
     requires sqlite"), and its configure says which."""
-    m = _CONFIGURE_ERROR.search(message.split("; full log:")[0])
+    m = CONFIGURE_ERROR.search(message.split("; full log:")[0])
     if not m:
         return []
     done = {sw.variable for sws in off.switches.values() for sw in sws}

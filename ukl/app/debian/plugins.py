@@ -18,25 +18,19 @@ import re
 from pathlib import Path
 
 from ukl.app.debian import archive
+from ukl.app.debian.features import rules_files
 
 # nginx's configure options that build a module to load (`load_module`):
 # `--with-NAME=dynamic` and `--add-dynamic-module=PATH`, each a word of a
 # rules file's option list.
 _LOADABLE = re.compile(r"(?<![^\s'\"])--(?:with-[A-Za-z0-9_]+=dynamic|add-dynamic-module=\S+)"
                        r"(?=[\s'\"\\]|$)")
-# The rules files a build reads: debian/rules and makefiles it includes.
-_RULES_GLOBS = ("rules", "*.mk")
-
-
-def _rules_files(tree: Path) -> list[Path]:
-    debian = tree / "debian"
-    return sorted({f for g in _RULES_GLOBS for f in debian.glob(g) if f.is_file()})
 
 
 def loadable_options(tree: Path) -> list[str]:
     """The options in the package's rules that build loadable modules."""
     found: list[str] = []
-    for rules in _rules_files(tree):
+    for rules in rules_files(tree):
         for m in _LOADABLE.finditer(rules.read_text(errors="replace")):
             if m.group(0) not in found:
                 found.append(m.group(0))
@@ -47,7 +41,7 @@ def drop_loadable_options(tree: Path) -> list[str]:
     """Remove them from the rules files of `tree` (a build's own copy);
     returns what was removed."""
     dropped = loadable_options(tree)
-    for rules in _rules_files(tree):
+    for rules in rules_files(tree):
         text = rules.read_text(errors="replace")
         new = _LOADABLE.sub("", text)
         if new != text:
@@ -71,7 +65,7 @@ def is_module_package(files: list[str]) -> bool:
     not libraries (usr/lib/nginx/modules/ngx_mail_module.so), no program,
     no library."""
     modules = [f for f in files if f.endswith(".so") and not _LIBRARY_FILE.search(f)]
-    others = [f for f in files if f.startswith(_PROGRAM_DIRS) and not f.endswith("/")
+    others = [f for f in files if (f.startswith(_PROGRAM_DIRS) and not f.endswith("/"))
               or _LIBRARY_FILE.search(f)]
     return bool(modules) and not others
 

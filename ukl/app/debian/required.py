@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 
-from ukl.app.debian import archive
+from ukl.app.debian import archive, features
 
 # The failure lines (ukl.app.debian.rules.failure_reason) that say a
 # required pkg-config module is missing: autoconf's PKG_CHECK_MODULES
@@ -51,7 +51,6 @@ def shipped_modules(package: str) -> set[str]:
             if f.endswith(".pc") and "/pkgconfig/" in f}
 
 
-_CONFIGURE_ERROR = re.compile(r"configure: error: (.*)")
 # A header a build looked for and did not find: perl's Configure
 # ("<db.h> NOT found."), a compiler's fatal error. Not autoconf's
 # "checking for db.h... no", which optional features print by the dozen.
@@ -59,6 +58,10 @@ _MISSING_HEADERS = (
     re.compile(r"^<([\w/.+-]+\.h)> NOT found\.", re.M),
     re.compile(r"fatal error: ([\w/.+-]+\.h): No such file or directory"),
 )
+
+
+# A header's path in a package, and the name a build includes it by.
+_INCLUDED_HEADER = re.compile(r"^usr/include/(?:[a-z0-9_]+-linux-gnu/)?(.+\.h)$")
 
 
 def missing_headers(log_text: str) -> set[str]:
@@ -72,18 +75,13 @@ def shipped_headers(package: str) -> set[str]:
     pkg = archive.show(package)
     if pkg is None:
         return set()
-    found = set()
-    for f in archive.contents(pkg):
-        m = re.match(r"^usr/include/(?:[a-z0-9_]+-linux-gnu/)?(.+\.h)$", f)
-        if m:
-            found.add(m.group(1))
-    return found
+    return {m.group(1) for f in archive.contents(pkg) if (m := _INCLUDED_HEADER.match(f))}
 
 
 def names_library(failure: str, link_names: Iterable[str]) -> bool:
     """Whether a configure error names a library by one of its link names:
     libexpat, -lexpat, expat.h."""
-    m = _CONFIGURE_ERROR.search(failure)
+    m = features.CONFIGURE_ERROR.search(failure)
     if not m:
         return False
     return any(re.search(rf"\blib{re.escape(n)}\b|-l{re.escape(n)}\b|\b{re.escape(n)}\.h\b",

@@ -157,6 +157,15 @@ exec {cmake} "$@" {args}
 """
 
 
+def _shim(path: Path, script: str | None) -> None:
+    """An executable script at `path`, or none there (None)."""
+    if script is None:
+        path.unlink(missing_ok=True)
+        return
+    path.write_text(script)
+    path.chmod(0o755)
+
+
 def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False,
                    make_args: tuple[str, ...] = (), cmake_args: tuple[str, ...] = ()) -> Path:
     """A directory of the compiler names Debian's rules call directly
@@ -172,46 +181,29 @@ def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False,
     ukl.app.debian.features). `cmake_args`: cmake there too, which adds
     them to a configure run (CMAKE_SHIM)."""
     d.mkdir(parents=True, exist_ok=True)
-    dh_install, dh_missing = d / "dh_install", d / "dh_missing"
-    if missing_ok:
-        dh_install.write_text(f'#!/bin/sh\nexec {sys.executable} {missing_files.__file__} "$@"\n')
-        dh_missing.write_text(DH_MISSING_LISTS)
-        for shim in (dh_install, dh_missing):
-            shim.chmod(0o755)
-    else:
-        dh_install.unlink(missing_ok=True)
-        dh_missing.unlink(missing_ok=True)
-    targets: list[tuple[tuple[str, ...], str]] = [(_CC_NAMES, cc), (_CXX_NAMES, cxx)]
-    # A UKL program links only static archives: a library's pkg-config
-    # flags are the ones for a static link. (A module whose
-    # Requires.private is missing then fails --libs too, as it already
-    # failed --cflags and --exists.) Never the shim itself.
+    _shim(d / "dh_install", f'#!/bin/sh\nexec {sys.executable} {missing_files.__file__} "$@"\n'
+          if missing_ok else None)
+    _shim(d / "dh_missing", DH_MISSING_LISTS if missing_ok else None)
+    # Never the shim itself.
     path = os.pathsep.join(p for p in os.environ.get("PATH", os.defpath).split(os.pathsep)
                            if p and Path(p).resolve() != d.resolve())
     real_make = shutil.which("make", path=path)
-    if make_args and real_make:
-        (d / "make").write_text(f'#!/bin/sh\nexec {real_make} "$@" {shlex.join(make_args)}\n')
-        (d / "make").chmod(0o755)
-    else:
-        (d / "make").unlink(missing_ok=True)
+    _shim(d / "make", f'#!/bin/sh\nexec {real_make} "$@" {shlex.join(make_args)}\n'
+          if make_args and real_make else None)
     real_cmake = shutil.which("cmake", path=path)
-    if cmake_args and real_cmake:
-        (d / "cmake").write_text(CMAKE_SHIM.format(cmake=real_cmake,
-                                                   args=shlex.join(cmake_args)))
-        (d / "cmake").chmod(0o755)
-    else:
-        (d / "cmake").unlink(missing_ok=True)
+    _shim(d / "cmake", CMAKE_SHIM.format(cmake=real_cmake, args=shlex.join(cmake_args))
+          if cmake_args and real_cmake else None)
+    # A UKL program links only static archives: a library's pkg-config
+    # flags are the ones for a static link. (A module whose
+    # Requires.private is missing then fails --libs too, as it already
+    # failed --cflags and --exists.)
     pkg_config = shutil.which("pkg-config", path=path)
-    if pkg_config:
-        targets.append((_PKG_CONFIG_NAMES, f"{pkg_config} --static"))
-    else:
-        for name in _PKG_CONFIG_NAMES:
-            (d / name).unlink(missing_ok=True)
+    targets: list[tuple[tuple[str, ...], str | None]] = [
+        (_CC_NAMES, cc), (_CXX_NAMES, cxx),
+        (_PKG_CONFIG_NAMES, f"{pkg_config} --static" if pkg_config else None)]
     for names, target in targets:
         for name in names:
-            shim = d / name
-            shim.write_text(f'#!/bin/sh\nexec {target} "$@"\n')
-            shim.chmod(0o755)
+            _shim(d / name, f'#!/bin/sh\nexec {target} "$@"\n' if target else None)
     return d
 
 
