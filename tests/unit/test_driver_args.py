@@ -153,7 +153,13 @@ def test_the_shared_standin_exports_the_objects_symbols(tmp_path: Path) -> None:
     import subprocess
     src = tmp_path / "a.c"
     src.write_text("int counter[4];\nint get(void) { return counter[0]; }\n"
-                   "static int hidden(void) { return 1; }\nint use(void) { return hidden(); }\n")
+                   "static int hidden(void) { return 1; }\nint use(void) { return hidden(); }\n"
+                   # libxcrypt's versioned names (crypt@@XCRYPT_2.0) are
+                   # exported under their plain names.
+                   "int crypt_impl(void) { return 2; }\n"
+                   "__asm__(\".symver crypt_impl, crypt@@XCRYPT_2.0\");\n"
+                   "int old_impl(void) { return 3; }\n"
+                   "__asm__(\".symver old_impl, crypt_old@GLIBC_2.2.5\");\n")
     obj = tmp_path / "a.o"
     subprocess.run(["gcc", "-c", "-fcommon", str(src), "-o", str(obj)], check=True)
     out = tmp_path / "libdemo.so.1"
@@ -167,6 +173,7 @@ def test_the_shared_standin_exports_the_objects_symbols(tmp_path: Path) -> None:
     names = {line.split()[-1]: line.split()[-2] for line in dynsyms.splitlines()}
     assert names.get("get") == "T" and names.get("use") == "T"
     assert names.get("counter") in ("B", "D") and "hidden" not in names
+    assert names.get("crypt") == "T" and names.get("crypt_old") == "T"
     assert (tmp_path / "libdemo.a").is_file()
     # Nothing loads it: dlopen fails as for a missing module.
     dynamic = subprocess.run(["readelf", "-d", str(out)], capture_output=True, text=True,

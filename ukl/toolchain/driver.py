@@ -587,9 +587,19 @@ def _defined_globals(inputs: list[str]) -> list[tuple[str, str, int]]:
         parts = line.split()
         if len(parts) < 2 or parts[0].endswith(":") or parts[1] in ("U", "w", "v"):
             continue
+        # A versioned name (libxcrypt's crypt@@XCRYPT_2.0, set by .symver)
+        # is exported under its plain name: the stand-in has no version
+        # script, and the assembler takes no '@' in a label.
+        name = parts[0].split("@", 1)[0]
+        if not _ASM_NAME.match(name):
+            continue
         size = int(parts[3], 16) if len(parts) > 3 else 0
-        found.setdefault(parts[0], (parts[0], parts[1], size))
+        found.setdefault(name, (name, parts[1], size))
     return sorted(found.values())
+
+
+# A name the assembler takes as a label as it is.
+_ASM_NAME = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$]*$")
 
 
 # nm's types of code: text, weak code, indirect functions.
