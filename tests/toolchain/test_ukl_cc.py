@@ -146,6 +146,19 @@ def test_compile_only_uses_ukl_headers_and_flags(tmp_path: Path) -> None:
     assert not [h for h in headers if h.startswith("/usr/include/")], headers
 
 
+def test_ukl_cc_compiles_a_cxx_source_with_the_cxx_headers(tmp_path: Path) -> None:
+    # Python's build_ext compiles C++ extensions with $CC (protobuf's):
+    # gcc compiles foo.cc as C++, and ukl-cc gives it the C++ headers.
+    src = tmp_path / "ext.cc"
+    src.write_text("#include <atomic>\nstd::atomic<int> n;\nint bump() { return ++n; }\n")
+    res = subprocess.run([UKL_CC, "-c", str(src), "-o", str(tmp_path / "ext.o")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    deps = subprocess.run([UKL_CC, "-M", str(src)], capture_output=True, text=True,
+                          check=True).stdout
+    assert not [t for t in deps.split() if t.startswith("/usr/include/")]
+
+
 def test_main_from_a_static_archive_links(tmp_path: Path) -> None:
     # OpenSSL's test programs take main() from libtestutil.a.
     (tmp_path / "main.c").write_text("int run(void);\nint main(void) { return run(); }\n")

@@ -225,6 +225,18 @@ def test_compiler_names_rules_call_directly_run_ukl_cc(tmp_path: Path) -> None:
     assert all((shims / n).stat().st_mode & 0o111 for n in ("cc", "gcc", "c++"))
 
 
+def test_a_debian_build_runs_the_systems_tools_not_the_users(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # pyenv's python3 first in a user's PATH built protobuf's extension
+    # against pyenv's headers; Debian builds in a chroot of system tools.
+    monkeypatch.setenv("PATH", f"{tmp_path}/pyenv/shims:/usr/local/bin:/usr/bin:/bin")
+    stock = rules.environment(False, "cc", "c++", [], tmp_path)
+    assert stock["PATH"] == rules.DEBIAN_BUILD_PATH
+    ukl = rules.environment(True, "ukl-cc", "ukl-c++", [], tmp_path)
+    shims, rest = ukl["PATH"].split(":", 1)
+    assert shims == str(tmp_path / "compilers") and rest == rules.DEBIAN_BUILD_PATH
+
+
 def test_ukl_cc_takes_the_shims_out_of_its_own_path(monkeypatch: pytest.MonkeyPatch,
                                                     tmp_path: Path) -> None:
     monkeypatch.setenv(driver.COMPILER_SHIMS_ENV, str(tmp_path))

@@ -195,8 +195,8 @@ def test_a_cmake_definition_turns_off_what_the_rules_give_cmake(
     fake.mkdir()
     (fake / "cmake").write_text('#!/bin/sh\necho "$@"\n')
     (fake / "cmake").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
     from ukl.app.debian import rules
+    monkeypatch.setattr(rules, "DEBIAN_BUILD_PATH", f"{fake}:{rules.DEBIAN_BUILD_PATH}")
     shims = rules.compiler_shims(tmp_path / "shims", "cc", "c++", cmake_args=off.cmake_args)
 
     def run(*args: str) -> str:

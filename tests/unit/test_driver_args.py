@@ -201,3 +201,12 @@ def test_a_libtool_archive_brings_its_dependencies(tmp_path: Path) -> None:
     got = static_inputs(["cli.o", str(libs / "libgnutls.so"), "-lm"])
     assert got == ["cli.o", str(libs / "libgnutls.a"), "-lm", "-L/deps/usr/lib",
                    str(gl / ".libs" / "libgnu.a"), "-lnettle", "-lgmp"]
+
+
+def test_a_cxx_compile_is_told_by_its_source_or_language() -> None:
+    assert driver.compiles_cxx(["-c", "pyext/descriptor.cc", "-o", "d.o"])
+    assert driver.compiles_cxx(["-x", "c++", "-c", "-"])
+    assert driver.compiles_cxx(["-xc++", "-E", "/dev/null"])
+    assert driver.compiles_cxx(["-c", "Lib.C"])
+    assert not driver.compiles_cxx(["-c", "a.c", "-o", "a.o", "-I/src/x.cc"])
+    assert not driver.compiles_cxx(["-x", "c", "/dev/null"])

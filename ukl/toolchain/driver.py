@@ -687,6 +687,20 @@ def _real_compilers_first() -> None:
         os.environ["PATH"] = ":".join(d for d in path if d and Path(d) != Path(shims))
 
 
+# What gcc compiles as C++ by the file name.
+_CXX_SOURCES = (".cc", ".cp", ".cxx", ".cpp", ".CPP", ".c++", ".C")
+
+
+def compiles_cxx(args: list[str]) -> bool:
+    """Whether a compile through ukl-cc is of C++: gcc compiles foo.cc as
+    C++ whichever driver name it is called by, and Python's build_ext
+    compiles C++ extensions with $CC (protobuf's). Such a compile needs
+    the C++ headers, which ukl-c++ adds."""
+    return any(a.endswith(_CXX_SOURCES) for a in args if not a.startswith("-")) or any(
+        a in ("-xc++", "-xc++-header") or (a == "-x" and nxt in ("c++", "c++-header"))
+        for a, nxt in zip(args, [*args[1:], ""]))
+
+
 def main(cxx: bool, argv: list[str] | None = None) -> int:
     _real_compilers_first()
     args = list(sys.argv[1:] if argv is None else argv)
@@ -717,7 +731,7 @@ def main(cxx: bool, argv: list[str] | None = None) -> int:
         if is_link(args):
             link(cxx, args)
             return 0
-        cmd = [gcc, *compile_flags(cxx), *args]
+        cmd = [gcc, *compile_flags(cxx or compiles_cxx(args)), *args]
         # Large projects (Redis, nginx) rebuild in seconds from the cache.
         if have_ccache() and os.environ.get("UKL_CCACHE", "1") != "0":
             cmd.insert(0, "ccache")

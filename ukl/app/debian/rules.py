@@ -72,6 +72,13 @@ _STAGING = ("tmp",)
 _PKGCONFIG_VAR = re.compile(r"^(\w+)=(/usr\b)", re.M)
 
 
+# A Debian build's PATH, the system's directories only, as in Debian's
+# build chroots: a user's own tools are not the build's (pyenv's python3
+# first in PATH built protobuf's extension against its own headers, and
+# /usr/local/bin may hold another PostgreSQL).
+DEBIAN_BUILD_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
 def _build_options() -> str:
     return f"nocheck nostrip noddebs nopgo nolto parallel={jobs()}"
 
@@ -97,6 +104,7 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
     # CFLAGS (from a user's shell) would replace Debian's.
     for var in ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"):
         env.pop(var, None)
+    env["PATH"] = DEBIAN_BUILD_PATH
     if not ukl:
         return env
     subdirs = (layout.LIBDIR + "/pkgconfig", "usr/lib/pkgconfig", "usr/share/pkgconfig")
@@ -122,7 +130,7 @@ def environment(ukl: bool, cc: str, cxx: str, deps: list[Path], work: Path,
     # CMake's find_library and find_path look in the dependencies' trees
     # first (cJSON for mosquitto); the compiler never searches the host's.
     env["CMAKE_PREFIX_PATH"] = ":".join(str(d / "usr") for d in deps)
-    env.update(PATH=f"{shims}:{env.get('PATH', os.defpath)}", **{COMPILER_SHIMS_ENV: str(shims)})
+    env.update(PATH=f"{shims}:{env['PATH']}", **{COMPILER_SHIMS_ENV: str(shims)})
     return env
 
 
@@ -184,9 +192,7 @@ def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False,
     _shim(d / "dh_install", f'#!/bin/sh\nexec {sys.executable} {missing_files.__file__} "$@"\n'
           if missing_ok else None)
     _shim(d / "dh_missing", DH_MISSING_LISTS if missing_ok else None)
-    # Never the shim itself.
-    path = os.pathsep.join(p for p in os.environ.get("PATH", os.defpath).split(os.pathsep)
-                           if p and Path(p).resolve() != d.resolve())
+    path = DEBIAN_BUILD_PATH
     real_make = shutil.which("make", path=path)
     _shim(d / "make", f'#!/bin/sh\nexec {real_make} "$@" {shlex.join(make_args)}\n'
           if make_args and real_make else None)
