@@ -20,6 +20,7 @@ Build-Depends: debhelper-compat (= 13), libreadline-dev | libedit-dev,
  libwin32-dev [mingw32], libonly-linux-dev [linux-any], libnot-amd64-dev [!amd64],
  check <!nocheck>, docbook-xsl <!nodoc>, libprofile-dev <pkg.demo.extra>,
  libsql-dev <!pkg.demo.nosql>, libother-dev <!pkg.other.nosql>,
+ libpython3-all-dev <!nopython>, python3-setuptools <!nopython>,
 Build-Depends-Arch: libarch-dev
 
 Package: demo
@@ -46,7 +47,8 @@ def test_build_depends_of_an_amd64_build_without_tests(tmp_path: Path) -> None:
     assert (ctl.source, ctl.version) == ("demo", "1.2-3")
     assert ctl.build_depends == [["debhelper-compat"], ["libreadline-dev", "libedit-dev"],
                                  ["libonly-linux-dev"], ["docbook-xsl"], ["libsql-dev"],
-                                 ["libother-dev"], ["libarch-dev"]]
+                                 ["libother-dev"], ["libpython3-all-dev"],
+                                 ["python3-setuptools"], ["libarch-dev"]]
     assert ctl.binaries == ["demo"]
     assert ctl.all_binaries == ["demo", "demo-doc"]
     assert ctl.profiles == {"nocheck"}
@@ -54,10 +56,13 @@ def test_build_depends_of_an_amd64_build_without_tests(tmp_path: Path) -> None:
 
 def test_a_library_dependency_builds_with_its_packages_lean_profiles(tmp_path: Path) -> None:
     """Built for another package's sake, a library leaves out what its own
-    profiles (pkg.SOURCE.no*) let it; another package's profile is not its."""
+    profiles (pkg.SOURCE.no*) let it, and its bindings for other languages
+    (Debian's nopython, when its control names it); another package's
+    profile is not its."""
     ctl = control.read(_source(tmp_path), library=True)
-    assert ctl.profiles == {"nocheck", "pkg.demo.nosql"}
+    assert ctl.profiles == {"nocheck", "pkg.demo.nosql", "nopython"}
     assert ["libsql-dev"] not in ctl.build_depends
+    assert ["libpython3-all-dev"] not in ctl.build_depends
     assert ["libother-dev"] in ctl.build_depends
 
 

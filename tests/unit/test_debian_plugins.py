@@ -51,3 +51,27 @@ def test_packages_of_modules_only() -> None:
     assert not plugins.is_module_package(["usr/lib/x86_64-linux-gnu/libfoo.so.1",
                                           "usr/lib/foo/plugin.so"])
     assert not plugins.is_module_package(["usr/share/doc/nginx-extras/copyright"])
+
+
+def test_perls_configure_links_its_extensions_in(tmp_path: Path) -> None:
+    # Perl's own build runs the perl it built, which loads Cwd.so with
+    # DynaLoader; a UKL build's hints turn dynamic loading off.
+    import subprocess
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "rules").write_text("%:\n\tdh $@\n")
+    (tmp_path / "Configure").write_text('rp="Do you wish to use dynamic loading?"\n')
+    (tmp_path / "hints").mkdir()
+    hints = tmp_path / "hints" / "linux.sh"
+    hints.write_text("usemymalloc='n'\n")
+    assert plugins.loadable_options(tmp_path) == [plugins.NO_DYNAMIC_LOADING]
+    assert plugins.drop_loadable_options(tmp_path) == [plugins.NO_DYNAMIC_LOADING]
+    plugins.drop_loadable_options(tmp_path)
+    assert hints.read_text().count("usedl=") == 1
+    sourced = subprocess.run(["sh", "-c", f"undef=undef; . {hints}; echo $usedl"],
+                             capture_output=True, text=True, check=True).stdout
+    assert sourced.strip() == "undef"
+    assert "perl's extensions are linked into it" in plugins.report_line(
+        [plugins.NO_DYNAMIC_LOADING])
+    # Not perl's Configure: nothing to do.
+    (tmp_path / "Configure").write_text("#!/bin/sh\n")
+    assert plugins.loadable_options(tmp_path) == []

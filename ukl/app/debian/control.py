@@ -32,6 +32,13 @@ PROFILES = frozenset({"nocheck"})
 # pkg.unbound.libonly) are Debian's way to leave out what pulls in more
 # dependencies, and a library dependency's build uses them all.
 _LEAN_PROFILE = re.compile(r"\bpkg\.([a-z0-9][a-z0-9.+-]*)\.(no[a-z0-9-]+|libonly)\b")
+# Debian's own profiles that leave out a package's bindings for other
+# languages (protobuf's nopython: its Python extension, a shared object
+# no UKL program loads, compiled against the host's Python headers), used
+# as the package's own profiles are, when its control names them.
+_BINDING_PROFILES = ("nopython", "noruby", "noperl", "nojava", "noguile", "noocaml",
+                     "nocil", "nogolang", "nogir")
+_NAMED_PROFILE = re.compile(r"<[^>]*>")
 
 
 @dataclass(frozen=True)
@@ -91,9 +98,12 @@ def _architecture_dependent(arch_field: str) -> bool:
 
 
 def lean_profiles(control_text: str, source: str) -> frozenset[str]:
-    """The package's own build profiles that build less (see _LEAN_PROFILE)."""
-    return frozenset(m.group(0) for m in _LEAN_PROFILE.finditer(control_text)
-                     if m.group(1) == source)
+    """The package's own build profiles that build less (see _LEAN_PROFILE),
+    and Debian's that leave out its bindings (_BINDING_PROFILES)."""
+    named = {term.lstrip("!") for m in _NAMED_PROFILE.finditer(control_text)
+             for term in m.group(0).strip("<>").split()}
+    return frozenset({m.group(0) for m in _LEAN_PROFILE.finditer(control_text)
+                      if m.group(1) == source} | (named & set(_BINDING_PROFILES)))
 
 
 def read(tree: Path, library: bool = False, lean: bool = True) -> Control:

@@ -11,6 +11,12 @@ configure stops when libxslt or libgd is missing). A UKL build's copy of
 debian/rules goes without those options, and debhelper skips the binary
 packages that ship modules only (module_packages); the program itself is
 built as Debian configures it, without the modules it would have loaded.
+
+Perl's Configure builds its XS extensions (Cwd, POSIX, Fcntl) as shared
+objects that DynaLoader loads, and its own build runs the perl it built,
+which loads them. Configure links every extension into the program when
+dynamic loading is off (`usedl` undefined, as the hints of systems
+without it say): a UKL build's copy of the system's hints file says so.
 """
 from __future__ import annotations
 
@@ -27,32 +33,68 @@ _LOADABLE = re.compile(r"(?<![^\s'\"])--(?:with-[A-Za-z0-9_]+=dynamic|add-dynami
                        r"(?=[\s'\"\\]|$)")
 
 
+# Perl's Configure asks this of dynamic loading (metaconfig's unit), and
+# takes the answer from `usedl` when the hints set it.
+_DYNAMIC_LOADING_QUESTION = "Do you wish to use dynamic loading?"
+_HINTS = Path("hints") / "linux.sh"
+# The option as the report names it.
+NO_DYNAMIC_LOADING = "Configure -Uusedl"
+_NO_DYNAMIC_LOADING_HINT = """
+# ukl build --debian: a UKL program cannot load a shared object; with
+# dynamic loading off, Configure links every extension into the program.
+usedl="$undef"
+"""
+
+
+def loads_extensions(tree: Path) -> bool:
+    """Whether `tree` is configured by perl's Configure, which builds its
+    extensions to load them unless told otherwise."""
+    configure = tree / "Configure"
+    return (tree / _HINTS).is_file() and configure.is_file() and \
+        _DYNAMIC_LOADING_QUESTION in configure.read_text(errors="replace")
+
+
 def loadable_options(tree: Path) -> list[str]:
-    """The options in the package's rules that build loadable modules."""
+    """The options in the package's rules that build loadable modules, and
+    NO_DYNAMIC_LOADING for perl's Configure (loads_extensions)."""
     found: list[str] = []
     for rules in rules_files(tree):
         for m in _LOADABLE.finditer(rules.read_text(errors="replace")):
             if m.group(0) not in found:
                 found.append(m.group(0))
+    if loads_extensions(tree):
+        found.append(NO_DYNAMIC_LOADING)
     return found
 
 
 def drop_loadable_options(tree: Path) -> list[str]:
-    """Remove them from the rules files of `tree` (a build's own copy);
-    returns what was removed."""
+    """Remove them from the rules files of `tree` (a build's own copy), and
+    turn perl's dynamic loading off in its hints; returns what changed."""
     dropped = loadable_options(tree)
     for rules in rules_files(tree):
         text = rules.read_text(errors="replace")
         new = _LOADABLE.sub("", text)
         if new != text:
             rules.write_text(new)
+    if NO_DYNAMIC_LOADING in dropped:
+        hints = tree / _HINTS
+        text = hints.read_text(errors="replace")
+        if _NO_DYNAMIC_LOADING_HINT not in text:
+            hints.write_text(text + _NO_DYNAMIC_LOADING_HINT)
     return dropped
 
 
 def report_line(options: list[str]) -> str:
-    """The build report's line for the modules left out."""
-    return (f"loadable modules ({' '.join(options)}): a UKL program cannot load a shared "
-            "object, so they are not built")
+    """The build report's line for the modules left out, or linked in."""
+    modules = [o for o in options if o != NO_DYNAMIC_LOADING]
+    parts = []
+    if modules:
+        parts.append(f"loadable modules ({' '.join(modules)}): a UKL program cannot load a "
+                     "shared object, so they are not built")
+    if NO_DYNAMIC_LOADING in options:
+        parts.append(f"dynamic loading ({NO_DYNAMIC_LOADING}): a UKL program cannot load a "
+                     "shared object, so perl's extensions are linked into it")
+    return "; ".join(parts)
 
 
 _PROGRAM_DIRS = ("usr/bin/", "usr/sbin/", "bin/", "sbin/", "usr/games/")
