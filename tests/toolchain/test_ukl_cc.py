@@ -376,6 +376,10 @@ def test_a_library_builds_program_takes_its_own_definitions_first(tmp_path: Path
         if ok:
             # Its own internal() for both calls: 5 + 5.
             assert subprocess.run([str(tmp_path / out)]).returncode == 10
+    # No UKL link takes a library build's programs: they are host
+    # executables only.
+    with pytest.raises(driver.DriverError, match="no .ukl"):
+        driver.extract_ukl_object(tmp_path / "t", tmp_path / "t.ukl.o")
 
 
 SECTION_SET = """\
