@@ -767,3 +767,18 @@ def test_a_staged_link_to_nothing_is_not_installed(tmp_path: Path) -> None:
     rules.install_library(tmp_path, ["libpython3.11-dev"], dest)
     assert (dest / "usr/include/python3.11/Python.h").is_file()
     assert not (dest / "usr/include/python3.11d/Python.h").exists()
+
+
+def test_a_program_with_its_extensions_linked_in_links_what_they_link(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # perl-base's perl links libcrypt only; Compress::Raw::Bzip2, in
+    # libperl5.36, links libbz2, and a UKL perl has it linked in.
+    from ukl.app.debian import build as debbuild
+    links = {"perl-base": {"perl", "libxcrypt"}, "libperl5.36": {"perl", "bzip2", "zlib"},
+             "perl": {"perl"}}
+    monkeypatch.setattr(archive, "link_sources", lambda name: frozenset(links[name]))
+    ctl = control.Control("perl", "1", [], ["perl-base", "libperl5.36", "perl"],
+                          ["perl-base", "libperl5.36", "perl"])
+    assert debbuild._links(ctl, False, None, "perl-base") == {"perl", "libxcrypt"}
+    assert debbuild._links(ctl, False, None, "perl-base", extensions_linked_in=True) == {
+        "perl", "libxcrypt", "bzip2", "zlib"}

@@ -430,7 +430,8 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     # The binary package that ships the program (None for a library).
     shipped_in = None if library else archive.shipping(ctl.binaries,
                                                        _program_names(ctl, rec, binary))
-    linked = _links(ctl, library, linked_as, shipped_in) if ukl else None
+    linked = _links(ctl, library, linked_as, shipped_in,
+                    extensions_linked_in=plugins.loads_extensions(source)) if ukl else None
     if linked is not None:
         linked |= also
     deps, left_out, kept = (_library_deps(ctl, (*chain, ctl.source), linked, leave_out) if ukl
@@ -713,20 +714,27 @@ def _program_names(ctl: control.Control, rec: recipe.Recipe, binary: str | None)
 
 
 def _links(ctl: control.Control, library: bool, linked_as: str | None,
-           shipped_in: str | None) -> frozenset[str] | None:
+           shipped_in: str | None, extensions_linked_in: bool = False
+           ) -> frozenset[str] | None:
     """The source packages whose libraries Debian's own binaries link: for
     a library, what its -dev packages link (the same whichever dependent
     asked, so that its build is the same); for a program, what the binary
-    package that ships it links. Library build dependencies outside them
-    serve the package's other programs and plugins (lighttpd's modules,
-    cyrus-sasl2's SQL plugin) and are not built. None (build them all)
-    when neither is known."""
+    package that ships it links, or, when the program's extensions are
+    linked into it (`extensions_linked_in`: perl's, see
+    ukl.app.debian.plugins), what the packages of its source link (perl's
+    Compress::Raw::Bzip2, in libperl5.36, links libbz2). Library build
+    dependencies outside them serve the package's other programs and
+    plugins (lighttpd's modules, cyrus-sasl2's SQL plugin) and are not
+    built. None (build them all) when neither is known."""
     if library:
         devs = [b for b in ctl.binaries if b.endswith("-dev")] or (
             [linked_as] if linked_as else [])
-        linked = [archive.link_sources(d) for d in devs]
-        return frozenset().union(*linked) if linked else None
-    return archive.link_sources(shipped_in) if shipped_in else None
+    elif shipped_in and extensions_linked_in:
+        devs = ctl.binaries
+    else:
+        return archive.link_sources(shipped_in) if shipped_in else None
+    linked = [archive.link_sources(d) for d in devs]
+    return frozenset().union(*linked) if linked else None
 
 
 def unmatched(leave_out: frozenset[str]) -> list[str]:
