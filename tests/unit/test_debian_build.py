@@ -782,3 +782,10 @@ def test_a_program_with_its_extensions_linked_in_links_what_they_link(
     assert debbuild._links(ctl, False, None, "perl-base") == {"perl", "libxcrypt"}
     assert debbuild._links(ctl, False, None, "perl-base", extensions_linked_in=True) == {
         "perl", "libxcrypt", "bzip2", "zlib"}
+
+
+def test_binding_profiles_are_read_from_restrictions_not_version_limits() -> None:
+    text = ("Build-Depends: libfoo-dev (<< 2.0), python3-dev <!nopython>,\n"
+            " ruby-dev <noruby>, libbar-dev (>= 1) <!nocheck !nojava>\n")
+    # nopython and nojava build less; <noruby> would build more.
+    assert control.lean_profiles(text, "demo") == {"nopython", "nojava"}

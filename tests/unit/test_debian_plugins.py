@@ -1,6 +1,7 @@
 """Loadable modules left out of a UKL build (ukl/app/debian/plugins.py)."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from ukl.app.debian import plugins
@@ -56,7 +57,6 @@ def test_packages_of_modules_only() -> None:
 def test_perls_configure_links_its_extensions_in(tmp_path: Path) -> None:
     # Perl's own build runs the perl it built, which loads Cwd.so with
     # DynaLoader; a UKL build's hints turn dynamic loading off.
-    import subprocess
     (tmp_path / "debian").mkdir()
     (tmp_path / "debian" / "rules").write_text("%:\n\tdh $@\n")
     (tmp_path / "Configure").write_text('rp="Do you wish to use dynamic loading?"\n')

@@ -208,5 +208,12 @@ def test_a_cxx_compile_is_told_by_its_source_or_language() -> None:
     assert driver.compiles_cxx(["-x", "c++", "-c", "-"])
     assert driver.compiles_cxx(["-xc++", "-E", "/dev/null"])
     assert driver.compiles_cxx(["-c", "Lib.C"])
+    assert driver.compiles_cxx(["-c", "a.c", "b.cc"])
+    assert driver.compiles_cxx(["-x", "c++-cpp-output", "-c", "a.i"])
     assert not driver.compiles_cxx(["-c", "a.c", "-o", "a.o", "-I/src/x.cc"])
     assert not driver.compiles_cxx(["-x", "c", "/dev/null"])
+    # Option values are not sources; -x c makes a.cc C.
+    assert not driver.compiles_cxx(["-c", "a.c", "-o", "a.C", "-MT", "x.cc", "-MF", "x.cc.d",
+                                    "-I", "inc.cc", "-include", "pre.hh"])
+    assert not driver.compiles_cxx(["-x", "c", "-c", "a.cc"])
+    assert not driver.compiles_cxx(["-c", "start.S", "-o", "start.o"])

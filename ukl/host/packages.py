@@ -58,6 +58,8 @@ RUNTIME = [
     Package("gdb", "`ukl run --gdb` attaches gdb to the guest kernel and application"),
 ]
 APPS = [
+    Package("python3", "Debian's interpreter: runs ukl-cc in Debian's builds (their PATH "
+            "is the system's) and the lint tools"),
     Package("dpkg-dev", "`ukl build --debian` unpacks Debian source packages (dpkg-source)"),
     Package("debhelper", "Debian's own builds run debhelper (dh); its tests build a "
             "debhelper package"),
@@ -81,7 +83,6 @@ PACKAGING = [
 ]
 # Checks `make test` runs on the project itself.
 DEVELOP = [
-    Package("python3", "Debian's interpreter, which runs the lint tools below"),
     Package("flake8", "lints the ukl tool's Python code (make lint, make test)"),
     Package("mypy", "type-checks the ukl tool's Python code with --strict"),
     Package("python3-ply", "the kernel's checkpatch.pl checks SPDX lines with it"),

@@ -1,7 +1,8 @@
 """ukl-cc / ukl-c++: drop-in compiler drivers for UKL applications.
 
 Compiling adds the UKL sysroot and the kernel code-generation flags. The
-final link produces two things in one file:
+final link produces two things in one file (a configure check's and a
+library build's programs, which no kernel links, only the first):
 
   * an ordinary static executable for the build host, linked at a user
     address with a stand-in for the kernel's entry point (toolchain/
@@ -75,8 +76,9 @@ DEPS_SYSROOT_ENV = "UKL_DEPS_SYSROOT"
 # archive and headers, the parts a UKL program links.
 SHARED_STANDIN_ENV = "UKL_SHARED_STANDIN"
 # Set for a Debian build wanted only for its static libraries and headers
-# (a UKL program's library dependency): no UKL link takes its programs.
-# They link against its static archives where Debian's link used its
+# (a UKL program's library dependency): no UKL link takes its programs,
+# which are host executables only (see link). They link against its
+# static archives where Debian's link used its
 # shared libraries, whose version script hides internal functions that
 # a test program then defines itself (OpenSSL's tls13secretstest): the
 # program's own definitions are taken first (-z muldefs), as they would
@@ -392,7 +394,8 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path,
     # wanted, as crt1.o would in a final link. --trace twice names the
     # archive members taken too, whose findings lint_inputs keeps.
     muldefs = ["-Wl,-z,muldefs"] if first_definition_wins else []
-    cmd = [gcc, *compile_flags(cxx), "-r", "-nostdlib", "-Wl,-Bstatic",
+    cmd = [gcc, *compile_flags(cxx or compiles_cxx(user_args)), "-r", "-nostdlib",
+           "-Wl,-Bstatic",
            "-Wl,--trace", "-Wl,--trace", *muldefs,
            "-Wl,--undefined=main",
            *_library_dirs(), *static_inputs(partial_link_args(without_left_out(user_args))),
@@ -691,18 +694,32 @@ def _real_compilers_first() -> None:
         os.environ["PATH"] = ":".join(d for d in path if d and Path(d) != Path(shims))
 
 
-# What gcc compiles as C++ by the file name.
-_CXX_SOURCES = (".cc", ".cp", ".cxx", ".cpp", ".CPP", ".c++", ".C")
+# What gcc compiles as C++ by the file name (.ii: preprocessed C++; .hh,
+# .hpp: C++ headers to precompile).
+_CXX_SOURCES = (".cc", ".cp", ".cxx", ".cpp", ".CPP", ".c++", ".C", ".ii", ".hh", ".hpp")
+# Options whose value is the next argument, never a source.
+_SEPARATE_VALUE = {"-o", "-MF", "-MT", "-MQ", "-I", "-isystem", "-iquote", "-idirafter",
+                   "-include", "-imacros", "-L", "-l", "-D", "-U", "-Xlinker", "-T"}
 
 
 def compiles_cxx(args: list[str]) -> bool:
     """Whether a compile through ukl-cc is of C++: gcc compiles foo.cc as
     C++ whichever driver name it is called by, and Python's build_ext
     compiles C++ extensions with $CC (protobuf's). Such a compile needs
-    the C++ headers, which ukl-c++ adds."""
-    return any(a.endswith(_CXX_SOURCES) for a in args if not a.startswith("-")) or any(
-        a in ("-xc++", "-xc++-header") or (a == "-x" and nxt in ("c++", "c++-header"))
-        for a, nxt in zip(args, [*args[1:], ""]))
+    the C++ headers, which ukl-c++ adds. A source is C++ by its name, or
+    by the `-x` language in effect before it."""
+    language = "none"
+    words = iter(args)
+    for a in words:
+        if a in _SEPARATE_VALUE:
+            next(words, None)
+        elif a.startswith("-x"):
+            language = next(words, "") if a == "-x" else a[2:]
+        elif a == "-" or not a.startswith("-"):
+            by_name = a.endswith(_CXX_SOURCES)
+            if (language == "none" and by_name) or language.startswith("c++"):
+                return True
+    return False
 
 
 def main(cxx: bool, argv: list[str] | None = None) -> int:

@@ -36,9 +36,10 @@ _LEAN_PROFILE = re.compile(r"\bpkg\.([a-z0-9][a-z0-9.+-]*)\.(no[a-z0-9-]+|libonl
 # languages (protobuf's nopython: its Python extension, a shared object
 # no UKL program loads, compiled against the host's Python headers), used
 # as the package's own profiles are, when its control names them.
-_BINDING_PROFILES = ("nopython", "noruby", "noperl", "nojava", "noguile", "noocaml",
-                     "nocil", "nogolang", "nogir")
-_NAMED_PROFILE = re.compile(r"<[^>]*>")
+_BINDING_PROFILES = frozenset({"nopython", "noruby", "noperl", "nojava", "noguile",
+                               "noocaml", "nocil", "nogolang", "nogir"})
+# A restriction list, <!nopython !nocheck>; not a version limit (<< 2.0).
+_RESTRICTION = re.compile(r"<([^<>]*)>")
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,12 @@ def _architecture_dependent(arch_field: str) -> bool:
 def lean_profiles(control_text: str, source: str) -> frozenset[str]:
     """The package's own build profiles that build less (see _LEAN_PROFILE),
     and Debian's that leave out its bindings (_BINDING_PROFILES)."""
-    named = {term.lstrip("!") for m in _NAMED_PROFILE.finditer(control_text)
-             for term in m.group(0).strip("<>").split()}
+    # Only a negated profile (<!nopython>) is one the package builds
+    # less under.
+    negated = {term[1:] for m in _RESTRICTION.finditer(control_text)
+               for term in m.group(1).split() if term.startswith("!")}
     return frozenset({m.group(0) for m in _LEAN_PROFILE.finditer(control_text)
-                      if m.group(1) == source} | (named & set(_BINDING_PROFILES)))
+                      if m.group(1) == source} | (negated & _BINDING_PROFILES))
 
 
 def read(tree: Path, library: bool = False, lean: bool = True) -> Control:

@@ -72,10 +72,10 @@ _STAGING = ("tmp",)
 _PKGCONFIG_VAR = re.compile(r"^(\w+)=(/usr\b)", re.M)
 
 
-# A Debian build's PATH, the system's directories only, as in Debian's
-# build chroots: a user's own tools are not the build's (pyenv's python3
-# first in PATH built protobuf's extension against its own headers, and
-# /usr/local/bin may hold another PostgreSQL).
+# A Debian build's PATH: the system's directories only. A user's own
+# tools are not the build's (pyenv's python3 first in PATH built
+# protobuf's extension against pyenv's headers, and /usr/local/bin may
+# hold another PostgreSQL); a build chroot has none of them.
 DEBIAN_BUILD_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
