@@ -159,6 +159,18 @@ def test_ukl_cc_compiles_a_cxx_source_with_the_cxx_headers(tmp_path: Path) -> No
     assert not [t for t in deps.split() if t.startswith("/usr/include/")]
 
 
+def test_a_c_program_gets_the_maths_library_without_asking(tmp_path: Path) -> None:
+    # A static archive does not name the libraries it needs
+    # (libpython3.11.a uses hypot; unbound links it with -lpython3.11
+    # alone): every UKL link has libm, as the shared library named it.
+    src = tmp_path / "m.c"
+    src.write_text("#include <math.h>\nint main(int argc, char **argv) { (void)argv;\n"
+                   "  return hypot(3.0, argc + 3.0) == 5.0 ? 0 : 1; }\n")
+    res = _build(UKL_CC, src, tmp_path / "m")
+    assert res.returncode == 0, res.stderr
+    assert subprocess.run([str(tmp_path / "m")]).returncode == 0
+
+
 def test_main_from_a_static_archive_links(tmp_path: Path) -> None:
     # OpenSSL's test programs take main() from libtestutil.a.
     (tmp_path / "main.c").write_text("int run(void);\nint main(void) { return run(); }\n")

@@ -196,8 +196,12 @@ def _link_inputs(cxx: bool) -> tuple[list[str], list[str], list[str]]:
     end = [str(ukl / "crtend.o"), str(lib / "crtn.o")]
     libs = [f"-L{lib}", f"-L{ukl}", "-Wl,--start-group"]
     if cxx:
-        libs += ["-lstdc++", "-lm"]
-    libs += ["-lc", "-lgcc", "-lgcc_eh", "-Wl,--end-group"]
+        libs += ["-lstdc++"]
+    # The maths library in every link, C too: a static archive does not
+    # name the libraries it needs as a shared library does (Debian's
+    # libpython3.11.so names libm; unbound, linking libpython3.11.a with
+    # -lpython3.11 alone, lacked hypot). Only what is used is taken.
+    libs += ["-lm", "-lc", "-lgcc", "-lgcc_eh", "-Wl,--end-group"]
     return start, libs, end
 
 
