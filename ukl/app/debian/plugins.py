@@ -46,6 +46,23 @@ usedl="$undef"
 """
 
 
+# Configure loads config.over from the directory it runs in, after every
+# answer (Debian's perl copies debian/config.over there).
+_CONFIG_OVER = ("debian/config.over", "config.over")
+_NO_RE_WHEN_DEBUGGING = """
+# ukl build --debian: with perl's extensions linked in (usedl undefined
+# in the hints), a DEBUGGING perl's re extension defines the debugging
+# functions perl defines too (Perl_re_printf), and the link refuses the
+# second definition: that perl (Debian's debugperl) goes without re.
+case " $ccflags " in
+*" -DDEBUGGING "*)
+	static_ext=`echo " $static_ext " | sed -e 's/ re / /' -e 's/^ *//' -e 's/ *$//'`
+	extensions=`echo " $extensions " | sed -e 's/ re / /' -e 's/^ *//' -e 's/ *$//'`
+	;;
+esac
+"""
+
+
 def loads_extensions(tree: Path) -> bool:
     """Whether `tree` is configured by perl's Configure, which builds its
     extensions to load them unless told otherwise."""
@@ -81,6 +98,11 @@ def drop_loadable_options(tree: Path) -> list[str]:
         text = hints.read_text(errors="replace")
         if _NO_DYNAMIC_LOADING_HINT not in text:
             hints.write_text(text + _NO_DYNAMIC_LOADING_HINT)
+        over = next((tree / o for o in _CONFIG_OVER if (tree / o).is_file()),
+                    tree / _CONFIG_OVER[-1])
+        text = over.read_text(errors="replace") if over.is_file() else "#!/bin/sh\n"
+        if _NO_RE_WHEN_DEBUGGING not in text:
+            over.write_text(text + _NO_RE_WHEN_DEBUGGING)
     return dropped
 
 
