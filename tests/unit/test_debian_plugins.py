@@ -75,9 +75,10 @@ def test_perls_configure_links_its_extensions_in(tmp_path: Path) -> None:
     over = tmp_path / "config.over"
     assert over.read_text().count("Perl_re_printf") == 1
     for ccflags, want in (("-O2 -DDEBUGGING -g", "B Cwd"), ("-O2", "B re Cwd")):
-        got = subprocess.run(["sh", "-c", f'ccflags="{ccflags}"; static_ext="B re Cwd"; '
-                              f'extensions="$static_ext"; . {over}; echo "$static_ext|$extensions"'],
-                             capture_output=True, text=True, check=True).stdout.strip()
+        script = (f'ccflags="{ccflags}"; static_ext="B re Cwd"; extensions="$static_ext"; '
+                  f'. {over}; echo "$static_ext|$extensions"')
+        got = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                             check=True).stdout.strip()
         assert got == f"{want}|{want}"
     assert "perl's extensions are linked into it" in plugins.report_line(
         [plugins.NO_DYNAMIC_LOADING])

@@ -56,9 +56,9 @@ _NO_RE_WHEN_DEBUGGING = """
 # second definition: that perl (Debian's debugperl) goes without re.
 case " $ccflags " in
 *" -DDEBUGGING "*)
-	static_ext=`echo " $static_ext " | sed -e 's/ re / /' -e 's/^ *//' -e 's/ *$//'`
-	extensions=`echo " $extensions " | sed -e 's/ re / /' -e 's/^ *//' -e 's/ *$//'`
-	;;
+    static_ext=`echo " $static_ext " | sed -e 's/ re / /' -e 's/^ *//' -e 's/ *$//'`
+    extensions=`echo " $extensions " | sed -e 's/ re / /' -e 's/^ *//' -e 's/ *$//'`
+    ;;
 esac
 """
 
