@@ -171,6 +171,22 @@ def test_a_c_program_gets_the_maths_library_without_asking(tmp_path: Path) -> No
     assert subprocess.run([str(tmp_path / "m")]).returncode == 0
 
 
+def test_archives_link_in_any_order(tmp_path: Path) -> None:
+    # protoc-c names -lprotobuf before -lprotoc, which needs it: shared
+    # libraries link in any order, and so do a UKL link's archives.
+    for name, text in (("a", "int b(void);\nint a(void) { return b() + 1; }\n"),
+                       ("b", "int b(void) { return 41; }\n")):
+        (tmp_path / f"{name}.c").write_text(text)
+        subprocess.run([UKL_CC, "-c", "-o", str(tmp_path / f"{name}.o"),
+                        str(tmp_path / f"{name}.c")], check=True)
+        subprocess.run(["ar", "rcs", str(tmp_path / f"lib{name}.a"), str(tmp_path / f"{name}.o")],
+                       check=True)
+    (tmp_path / "m.c").write_text("int a(void);\nint main(void) { return a() == 42 ? 0 : 1; }\n")
+    res = _build(UKL_CC, tmp_path / "m.c", tmp_path / "m", f"-L{tmp_path}", "-lb", "-la")
+    assert res.returncode == 0, res.stderr
+    assert subprocess.run([str(tmp_path / "m")]).returncode == 0
+
+
 def test_main_from_a_static_archive_links(tmp_path: Path) -> None:
     # OpenSSL's test programs take main() from libtestutil.a.
     (tmp_path / "main.c").write_text("int run(void);\nint main(void) { return run(); }\n")

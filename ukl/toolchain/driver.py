@@ -402,8 +402,11 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path,
            "-Wl,-Bstatic",
            "-Wl,--trace", "-Wl,--trace", *muldefs,
            "-Wl,--undefined=main",
-           *_library_dirs(), *static_inputs(partial_link_args(without_left_out(user_args))),
-           "-o", str(out)]
+           # One group: archives in any order, as shared libraries link
+           # (protoc-c names -lprotobuf before -lprotoc, which needs it).
+           *_library_dirs(), "-Wl,--start-group",
+           *static_inputs(partial_link_args(without_left_out(user_args))),
+           "-Wl,--end-group", "-o", str(out)]
     res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if res.returncode != 0:
         raise DriverError(f"exit status {res.returncode}")
