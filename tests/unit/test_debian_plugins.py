@@ -66,10 +66,10 @@ def test_perls_configure_links_its_extensions_in(tmp_path: Path) -> None:
     assert plugins.loadable_options(tmp_path) == [plugins.NO_DYNAMIC_LOADING]
     assert plugins.drop_loadable_options(tmp_path) == [plugins.NO_DYNAMIC_LOADING]
     plugins.drop_loadable_options(tmp_path)
-    assert hints.read_text().count("usedl=") == 1
-    sourced = subprocess.run(["sh", "-c", f"undef=undef; . {hints}; echo $usedl"],
+    assert hints.read_text().count("dynamic_ext=") == 1
+    sourced = subprocess.run(["sh", "-c", f". {hints}; echo $dynamic_ext"],
                              capture_output=True, text=True, check=True).stdout
-    assert sourced.strip() == "undef"
+    assert sourced.strip() == "none"
     # A DEBUGGING perl goes without re (its functions clash with perl's);
     # others keep it. Configure sources config.over after every answer.
     over = tmp_path / "config.over"

@@ -14,9 +14,10 @@ built as Debian configures it, without the modules it would have loaded.
 
 Perl's Configure builds its XS extensions (Cwd, POSIX, Fcntl) as shared
 objects that DynaLoader loads, and its own build runs the perl it built,
-which loads them. Configure links every extension into the program when
-dynamic loading is off (`usedl` undefined, as the hints of systems
-without it say): a UKL build's copy of the system's hints file says so.
+which loads them. Configure links into the program the extensions it is
+not told to load (`dynamic_ext`): a UKL build's copy of the system's
+hints file names none. Dynamic loading itself stays: without it,
+Configure builds no shared libperl, which Debian's rules install.
 """
 from __future__ import annotations
 
@@ -33,16 +34,16 @@ _LOADABLE = re.compile(r"(?<![^\s'\"])--(?:with-[A-Za-z0-9_]+=dynamic|add-dynami
                        r"(?=[\s'\"\\]|$)")
 
 
-# Perl's Configure asks this of dynamic loading (metaconfig's unit), and
-# takes the answer from `usedl` when the hints set it.
+# Perl's Configure asks this (metaconfig's dynamic-loading unit): the mark
+# of a Configure that builds extensions to load.
 _DYNAMIC_LOADING_QUESTION = "Do you wish to use dynamic loading?"
 _HINTS = Path("hints") / "linux.sh"
 # The option as the report names it.
-NO_DYNAMIC_LOADING = "Configure -Uusedl"
+NO_DYNAMIC_LOADING = "Configure -Ddynamic_ext=none"
 _NO_DYNAMIC_LOADING_HINT = """
-# ukl build --debian: a UKL program cannot load a shared object; with
-# dynamic loading off, Configure links every extension into the program.
-usedl="$undef"
+# ukl build --debian: a UKL program cannot load a shared object; with no
+# extension to load dynamically, Configure links them all into perl.
+dynamic_ext=none
 """
 
 
@@ -50,8 +51,8 @@ usedl="$undef"
 # answer (Debian's perl copies debian/config.over there).
 _CONFIG_OVER = ("debian/config.over", "config.over")
 _NO_RE_WHEN_DEBUGGING = """
-# ukl build --debian: with perl's extensions linked in (usedl undefined
-# in the hints), a DEBUGGING perl's re extension defines the debugging
+# ukl build --debian: with perl's extensions linked in (dynamic_ext in
+# the hints), a DEBUGGING perl's re extension defines the debugging
 # functions perl defines too (Perl_re_printf), and the link refuses the
 # second definition: that perl (Debian's debugperl) goes without re.
 case " $ccflags " in
@@ -86,7 +87,7 @@ def loadable_options(tree: Path) -> list[str]:
 
 def drop_loadable_options(tree: Path) -> list[str]:
     """Remove them from the rules files of `tree` (a build's own copy), and
-    turn perl's dynamic loading off in its hints; returns what changed."""
+    have perl's extensions linked in (its hints); returns what changed."""
     dropped = loadable_options(tree)
     for rules in rules_files(tree):
         text = rules.read_text(errors="replace")
@@ -114,8 +115,8 @@ def report_line(options: list[str]) -> str:
         parts.append(f"loadable modules ({' '.join(modules)}): a UKL program cannot load a "
                      "shared object, so they are not built")
     if NO_DYNAMIC_LOADING in options:
-        parts.append(f"dynamic loading ({NO_DYNAMIC_LOADING}): a UKL program cannot load a "
-                     "shared object, so perl's extensions are linked into it")
+        parts.append(f"extensions to load ({NO_DYNAMIC_LOADING}): a UKL program cannot load "
+                     "a shared object, so perl's extensions are linked into it")
     return "; ".join(parts)
 
 
