@@ -33,6 +33,14 @@ def _build(compiler: str, src: Path, out: Path, *flags: str) -> subprocess.Compl
                           capture_output=True, text=True)
 
 
+def _builds_and_runs(src: Path, *flags: str) -> None:
+    """`src` links with ukl-cc, and the host executable exits with 0."""
+    exe = src.with_suffix("")
+    res = _build(UKL_CC, src, exe, *flags)
+    assert res.returncode == 0, res.stderr
+    assert subprocess.run([str(exe)]).returncode == 0
+
+
 def _ukl_object(exe: Path, tmp: Path) -> Path:
     obj = tmp / "app.ukl.o"
     driver.extract_ukl_object(exe, obj)
@@ -166,9 +174,7 @@ def test_a_c_program_gets_the_maths_library_without_asking(tmp_path: Path) -> No
     src = tmp_path / "m.c"
     src.write_text("#include <math.h>\nint main(int argc, char **argv) { (void)argv;\n"
                    "  return hypot(3.0, argc + 3.0) == 5.0 ? 0 : 1; }\n")
-    res = _build(UKL_CC, src, tmp_path / "m")
-    assert res.returncode == 0, res.stderr
-    assert subprocess.run([str(tmp_path / "m")]).returncode == 0
+    _builds_and_runs(src)
 
 
 def test_archives_link_in_any_order(tmp_path: Path) -> None:
@@ -182,9 +188,7 @@ def test_archives_link_in_any_order(tmp_path: Path) -> None:
         subprocess.run(["ar", "rcs", str(tmp_path / f"lib{name}.a"), str(tmp_path / f"{name}.o")],
                        check=True)
     (tmp_path / "m.c").write_text("int a(void);\nint main(void) { return a() == 42 ? 0 : 1; }\n")
-    res = _build(UKL_CC, tmp_path / "m.c", tmp_path / "m", f"-L{tmp_path}", "-lb", "-la")
-    assert res.returncode == 0, res.stderr
-    assert subprocess.run([str(tmp_path / "m")]).returncode == 0
+    _builds_and_runs(tmp_path / "m.c", f"-L{tmp_path}", "-lb", "-la")
 
 
 def test_main_from_a_static_archive_links(tmp_path: Path) -> None:
