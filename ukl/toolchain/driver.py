@@ -523,17 +523,18 @@ def link(cxx: bool, args: list[str]) -> None:
         tmp = Path(tmpdir)
         user_obj = tmp / "user.o"
         library_build = os.environ.get(LIBRARY_BUILD_ENV) == "1"
+        probe = configure_probe(output)
         # A library build's programs (LIBRARY_BUILD_ENV); not configure's
         # checks, whose answers must not change.
         _combine_user_inputs(cxx, user_args, user_obj,
-                             first_definition_wins=library_build and not configure_probe(output))
+                             first_definition_wins=library_build and not probe)
         _run([gcc, "-static", "-no-pie", "-nostdlib", *start, str(user_obj), str(host_entry),
               *libs, *end, "-o", str(output)])
         # Neither a configure check nor a library build's program is ever
         # linked into a kernel: the host executable is all they need. (The
         # UKL object, the program with the whole C library, made for each
         # of OpenSSL's test programs, was 10 GB of its build tree.)
-        if configure_probe(output) or library_build:
+        if probe or library_build:
             return
         ukl_obj = tmp / "app.ukl.o"
         make_ukl_object(cxx, user_obj, ukl_obj, tmp)

@@ -95,16 +95,18 @@ def drop_loadable_options(tree: Path) -> list[str]:
         if new != text:
             rules.write_text(new)
     if NO_DYNAMIC_LOADING in dropped:
-        hints = tree / _HINTS
-        text = hints.read_text(errors="replace")
-        if _NO_DYNAMIC_LOADING_HINT not in text:
-            hints.write_text(text + _NO_DYNAMIC_LOADING_HINT)
-        over = next((tree / o for o in _CONFIG_OVER if (tree / o).is_file()),
-                    tree / _CONFIG_OVER[-1])
-        text = over.read_text(errors="replace") if over.is_file() else "#!/bin/sh\n"
-        if _NO_RE_WHEN_DEBUGGING not in text:
-            over.write_text(text + _NO_RE_WHEN_DEBUGGING)
+        _append_once(tree / _HINTS, _NO_DYNAMIC_LOADING_HINT)
+        _append_once(next((tree / o for o in _CONFIG_OVER if (tree / o).is_file()),
+                          tree / _CONFIG_OVER[-1]), _NO_RE_WHEN_DEBUGGING)
     return dropped
+
+
+def _append_once(script: Path, lines: str) -> None:
+    """`lines` at the end of shell script `script` (made if missing),
+    unless it has them already."""
+    text = script.read_text(errors="replace") if script.is_file() else "#!/bin/sh\n"
+    if lines not in text:
+        script.write_text(text + lines)
 
 
 def report_line(options: list[str]) -> str:
