@@ -80,6 +80,19 @@ def test_perls_configure_links_its_extensions_in(tmp_path: Path) -> None:
         got = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
                              check=True).stdout.strip()
         assert got == f"{want}|{want}"
+    # Install lists go without the extensions' shared objects, which a perl
+    # with its extensions linked in does not make; the script keeps its mode.
+    listing = tmp_path / "debian" / "perl-base.install"
+    listing.write_text("#!/bin/sh\nwhile read f; do :; done <<EOF\nPOSIX.pm\nauto/Cwd\n"
+                       "auto/POSIX/POSIX.so\nauto/Hash/Util/Util.so\nEOF\n")
+    listing.chmod(0o755)
+    plain = tmp_path / "debian" / "libperl5.36.install"
+    plain.write_text("usr/lib/${DEB_HOST_MULTIARCH}/libperl.so.${env:fullversion}\n")
+    plugins.drop_loadable_options(tmp_path)
+    assert listing.read_text() == ("#!/bin/sh\nwhile read f; do :; done <<EOF\nPOSIX.pm\n"
+                                   "auto/Cwd\nEOF\n")
+    assert listing.stat().st_mode & 0o777 == 0o755
+    assert plain.read_text() == "usr/lib/${DEB_HOST_MULTIARCH}/libperl.so.${env:fullversion}\n"
     assert "perl's extensions are linked into it" in plugins.report_line(
         [plugins.NO_DYNAMIC_LOADING])
     # Not perl's Configure: nothing to do.

@@ -18,6 +18,9 @@ which loads them. Configure links into the program the extensions it is
 not told to load (`dynamic_ext`): a UKL build's copy of the system's
 hints file names none. Dynamic loading itself stays: without it,
 Configure builds no shared libperl, which Debian's rules install.
+Debian's install lists name some extensions' shared objects
+(perl-base.install: `auto/POSIX/POSIX.so`); a perl with its extensions
+linked in makes none, so the UKL copy's lists go without those lines.
 """
 from __future__ import annotations
 
@@ -62,6 +65,10 @@ case " $ccflags " in
     ;;
 esac
 """
+# An extension's shared object in an install list: `auto/POSIX/POSIX.so`,
+# alone on its line (perl-base.install is a script whose heredoc lists
+# them, and which stops at the first it cannot find).
+_EXTENSION_OBJECT = re.compile(r"^[ \t]*auto/\S+\.so[ \t]*\n", re.MULTILINE)
 
 
 def loads_extensions(tree: Path) -> bool:
@@ -98,7 +105,18 @@ def drop_loadable_options(tree: Path) -> list[str]:
         _append_once(tree / _HINTS, _NO_DYNAMIC_LOADING_HINT)
         _append_once(next((tree / o for o in _CONFIG_OVER if (tree / o).is_file()),
                           tree / _CONFIG_OVER[-1]), _NO_RE_WHEN_DEBUGGING)
+        _drop_extension_objects(tree)
     return dropped
+
+
+def _drop_extension_objects(tree: Path) -> None:
+    """Remove the lines naming an extension's shared object from the
+    install lists of `tree`'s debian directory."""
+    for listing in sorted((tree / "debian").glob("*.install")):
+        text = listing.read_text(errors="replace")
+        new = _EXTENSION_OBJECT.sub("", text)
+        if new != text:
+            listing.write_text(new)
 
 
 def _append_once(script: Path, lines: str) -> None:
