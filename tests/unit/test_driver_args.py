@@ -184,6 +184,53 @@ def test_the_shared_standin_exports_the_objects_symbols(tmp_path: Path) -> None:
         ctypes.CDLL(str(out))
 
 
+def test_a_shared_librarys_archive_brings_what_its_link_named(tmp_path: Path) -> None:
+    # Debian's libpython3.11.so is linked with -lexpat -lz, which the
+    # dynamic linker loads with it; unbound links -lpython3.11 alone, and
+    # the static archive needs them too. The stand-in records them, the
+    # library's install writes them beside its archive, a UKL link adds
+    # them (and what they need in turn, but only what a UKL directory has).
+    import os
+    import subprocess
+    from ukl.app.debian import rules
+    src = tmp_path / "py.c"
+    src.write_text("int Py_Initialize(void) { return 0; }\n")
+    obj = tmp_path / "py.o"
+    subprocess.run(["gcc", "-c", str(src), "-o", str(obj)], check=True)
+    staged = tmp_path / "tree" / "debian" / "tmp" / "usr/lib/x86_64-linux-gnu"
+    staged.mkdir(parents=True)
+    shared = staged / "libpython3.11.so.1.0"
+    env = dict(os.environ, **{driver.SHARED_STANDIN_ENV: "1"})
+    res = subprocess.run([str(Path(driver.__file__).parents[2] / "bin" / "ukl-cc"), "-shared",
+                          "-Wl,-hlibpython3.11.so.1.0", str(obj), "-lm", "-L/deps", "-lexpat",
+                          "-l", "z", "-lexpat", "-ldl", "-lc", "-o", str(shared)], env=env)
+    assert res.returncode == 0
+    assert driver.standin_needs(shared) == ["m", "expat", "z", "dl"]
+    assert driver.standin_needs(obj) == []
+    (staged / "libpython3.11.so").symlink_to("libpython3.11.so.1.0")
+    (staged / "libpython3.11.a").write_text("!<arch>\n")
+    (staged / "libexpat.a").write_text("!<arch>\n")
+    dest = tmp_path / "install"
+    rules.install_library(tmp_path / "tree", [], dest)
+    libdir = dest / "usr/lib/x86_64-linux-gnu"
+    needs = driver.archive_needs_file(libdir / "libpython3.11.a")
+    assert needs.read_text().split() == ["m", "expat", "z", "dl"]
+    assert not driver.archive_needs_file(libdir / "libexpat.a").exists()
+    # A UKL link: zlib's archive is in another dependency's directory and
+    # needs libmd (say); libdl's is in none (left out), nor is libm's.
+    zlib = tmp_path / "zlib"
+    zlib.mkdir()
+    (zlib / "libz.a").write_text("!<arch>\n")
+    (zlib / "libmd.a").write_text("!<arch>\n")
+    driver.archive_needs_file(zlib / "libz.a").write_text("md\nexpat\n")
+    dirs = [libdir, zlib]
+    assert driver.with_archive_needs(["unbound.o", "-lpython3.11", "-lexpat"], dirs) == [
+        "unbound.o", "-lpython3.11", "-lexpat", "-lz", "-lmd"]
+    assert driver.with_archive_needs(["unbound.o", str(libdir / "libpython3.11.a")], dirs) == [
+        "unbound.o", str(libdir / "libpython3.11.a"), "-lexpat", "-lz", "-lmd"]
+    assert driver.with_archive_needs(["a.o", "-lexpat"], dirs) == ["a.o", "-lexpat"]
+
+
 def test_a_libtool_archive_brings_its_dependencies(tmp_path: Path) -> None:
     # gnutls-cli links ../lib/.libs/libgnutls.so; its archive needs Nettle,
     # GMP and a convenience library of its own, which the .la file names.

@@ -22,6 +22,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from ukl.common.buildenv import have_ccache
@@ -405,7 +406,8 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path,
            # One group: archives in any order, as shared libraries link
            # (protoc-c names -lprotobuf before -lprotoc, which needs it).
            *_library_dirs(), "-Wl,--start-group",
-           *static_inputs(partial_link_args(without_left_out(user_args))),
+           *static_inputs(partial_link_args(without_left_out(
+               with_archive_needs(user_args, [Path(d[2:]) for d in _library_dirs()])))),
            "-Wl,--end-group", "-o", str(out)]
     res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if res.returncode != 0:
@@ -570,8 +572,9 @@ def _shared_standin(args: list[str]) -> int:
     a library that does not exist (STANDIN_NEEDED), so dlopen fails as
     for a missing module (Python's setup.py imports the extension modules
     it just built, and goes on without those that fail), and a program
-    linked with it does not start. Beside it, the static twin of the
-    library (static_twin)."""
+    linked with it does not start. It names the libraries its link named
+    (STANDIN_NEEDS_SECTION). Beside it, the static twin of the library
+    (static_twin)."""
     output, rest = split_output(args)
     soname = standin_soname(rest)
     flags = [f"-Wl,-soname,{soname}"] if soname else []
@@ -579,7 +582,7 @@ def _shared_standin(args: list[str]) -> int:
               if a.endswith((".o", ".obj", ".a")) and Path(a).is_file()]
     with tempfile.TemporaryDirectory(prefix="ukl-standin-") as tmp:
         stub = Path(tmp) / "standin.s"
-        stub.write_text(standin_assembly(_defined_globals(inputs)))
+        stub.write_text(standin_assembly(_defined_globals(inputs), linked_libraries(rest)))
         needed = Path(tmp) / STANDIN_NEEDED
         res = subprocess.run(["gcc", "-shared", "-nostdlib", "-x", "c", "/dev/null",
                               f"-Wl,-soname,{STANDIN_NEEDED}", "-o", str(needed)])
@@ -621,9 +624,10 @@ _ASM_NAME = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$]*$")
 _CODE_TYPES = {"T", "W", "i"}
 
 
-def standin_assembly(symbols: list[tuple[str, str, int]]) -> str:
+def standin_assembly(symbols: list[tuple[str, str, int]], needs: Sequence[str] = ()) -> str:
     """Assembly that defines `symbols` (nm's name, type, size): a function
-    as a trap (ud2), data as zeros of its size (at least one byte)."""
+    as a trap (ud2), data as zeros of its size (at least one byte); and
+    names the libraries in `needs` (STANDIN_NEEDS_SECTION)."""
     lines = [".text"]
     data = []
     for name, kind, size in symbols:
@@ -634,7 +638,85 @@ def standin_assembly(symbols: list[tuple[str, str, int]]) -> str:
                      f".size {name}, {max(size, 1)}", f"{name}:", f".zero {max(size, 1)}"]
     if data:
         lines += [".data", *data]
+    if needs:
+        # Allocated, so that no strip (dh_strip's) takes it out.
+        lines += [f'.section {STANDIN_NEEDS_SECTION},"a"',
+                  *(f'.ascii "{name}\\n"' for name in needs)]
     return "\n".join(lines + ['.section .note.GNU-stack,"",@progbits']) + "\n"
+
+
+# A section of each shared stand-in that names, one per line, the
+# libraries its link named (-lexpat -lz for libpython3.11). Debian's
+# shared library names them for the dynamic linker; its static archive
+# names nothing, and a program that links the archive as it would link
+# the shared library (unbound: -lpython3.11) lacks them. A library build
+# puts them beside the archive it installs (ARCHIVE_NEEDS_SUFFIX), and a
+# UKL link adds them (with_archive_needs).
+STANDIN_NEEDS_SECTION = ".ukl.needs"
+ARCHIVE_NEEDS_SUFFIX = ".ukl-needs"
+# Libraries every link has, whatever it names.
+_ALWAYS_LINKED = {"c", "gcc", "gcc_s", "gcc_eh"}
+# A library name the assembler's string and a -l option take as they are.
+_LIBRARY_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
+
+
+def linked_libraries(args: list[str]) -> list[str]:
+    """The libraries a link names with -lNAME or -l NAME, first mention
+    first, without those every link has."""
+    out: list[str] = []
+    words = iter(_expand_response_files(args))
+    for a in words:
+        name = a[2:] if a.startswith("-l") and len(a) > 2 else (
+            next(words, "") if a == "-l" else "")
+        if _LIBRARY_NAME.match(name) and name not in _ALWAYS_LINKED and name not in out:
+            out.append(name)
+    return out
+
+
+def standin_needs(shared: Path) -> list[str]:
+    """The libraries shared stand-in `shared` names (STANDIN_NEEDS_SECTION);
+    none for any other file."""
+    with tempfile.TemporaryDirectory(prefix="ukl-needs-") as tmp:
+        dumped = Path(tmp) / "needs"
+        res = subprocess.run(["objcopy", f"--dump-section={STANDIN_NEEDS_SECTION}={dumped}",
+                              str(shared), str(Path(tmp) / "copy")],
+                             capture_output=True, text=True)
+        if res.returncode != 0 or not dumped.is_file():
+            return []
+        return [n for n in dumped.read_text(errors="replace").split() if _LIBRARY_NAME.match(n)]
+
+
+def archive_needs_file(archive: Path) -> Path:
+    """Where a static archive's needs are written (ARCHIVE_NEEDS_SUFFIX)."""
+    return archive.with_name(archive.name + ARCHIVE_NEEDS_SUFFIX)
+
+
+def with_archive_needs(args: list[str], dirs: list[Path]) -> list[str]:
+    """`args` followed by -lNAME for each library that an archive they
+    link needs (archive_needs_file), and so on for those: an archive
+    named by path, or by -lNAME found in `dirs` (the UKL library
+    directories)."""
+    out = list(args)
+    named = set(linked_libraries(args))
+    pending = [Path(a) for a in args if a.endswith(".a") and not a.startswith("-")]
+    pending += [d / f"lib{n}.a" for n in linked_libraries(args) for d in dirs]
+    seen: set[Path] = set()
+    while pending:
+        archive = pending.pop(0)
+        needs = archive_needs_file(archive)
+        if archive in seen or not needs.is_file():
+            continue
+        seen.add(archive)
+        for name in needs.read_text(errors="replace").split():
+            found = [d / f"lib{name}.a" for d in dirs if (d / f"lib{name}.a").is_file()]
+            # One no UKL directory has was left out of the build (or is
+            # the C library's, in every link): a link that truly needs it
+            # fails on its undefined symbols.
+            if _LIBRARY_NAME.match(name) and name not in named and found:
+                named.add(name)
+                out.append(f"-l{name}")
+                pending += found
+    return out
 
 
 # What every shared stand-in needs and no system has: loading one fails.

@@ -46,7 +46,8 @@ from ukl.common.errors import UklError
 from ukl.common.proc import log_since, log_size, run_logged, run_quiet
 from ukl.toolchain import layout
 from ukl.toolchain.driver import (COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, LEFT_OUT_LIBS_ENV,
-                                  LIBRARY_BUILD_ENV, SHARED_STANDIN_ENV)
+                                  LIBRARY_BUILD_ENV, SHARED_STANDIN_ENV, archive_needs_file,
+                                  standin_needs)
 
 # Part of every Debian build's state (ukl.app.debian.build): raise it when
 # how Debian's build is run changes what it makes, so builds made the old
@@ -330,7 +331,10 @@ def install_library(tree: Path, binaries: list[str], dest: Path) -> list[str]:
     if dest.exists():
         shutil.rmtree(dest)
     archives = []
+    # Each shared library's name: its directory, and its files (the
+    # stand-ins ukl-cc made, which name what the library needs).
     shared: dict[str, Path] = {}
+    shared_files: dict[str, list[Path]] = {}
     for staged in staging_dirs(tree, binaries):
         for path in sorted(staged.rglob("*")):
             rel = path.relative_to(staged)
@@ -338,6 +342,7 @@ def install_library(tree: Path, binaries: list[str], dest: Path) -> list[str]:
             in_lib = len(parts) >= 3 and parts[:2] == ("usr", "lib")
             if in_lib and ".so" in path.name and path.name.startswith("lib"):
                 shared.setdefault(path.name.split(".so")[0], rel.parent)
+                shared_files.setdefault(path.name.split(".so")[0], []).append(path)
             keep = (parts[:2] == ("usr", "include")
                     or (in_lib and (path.suffix == ".a" or "pkgconfig" in parts))
                     or parts[:3] == ("usr", "share", "pkgconfig"))
@@ -356,7 +361,21 @@ def install_library(tree: Path, binaries: list[str], dest: Path) -> list[str]:
         if built is not None:
             _install_file(built, dest / rel, dest)
             archives.append(str(rel))
+    for rel_archive in sorted(set(archives)):
+        _write_archive_needs(dest / rel_archive, shared_files.get(Path(rel_archive).stem, []))
     return sorted(set(archives))
+
+
+def _write_archive_needs(archive: Path, shared_files: list[Path]) -> None:
+    """Beside an installed archive, the libraries its shared library's
+    link named (ukl-cc's stand-in records them; see
+    driver.with_archive_needs), if any."""
+    for f in shared_files:
+        if f.is_file() and not f.is_symlink():
+            needs = standin_needs(f)
+            if needs:
+                archive_needs_file(archive).write_text("\n".join(needs) + "\n")
+                return
 
 
 def _install_file(path: Path, target: Path, dest: Path) -> None:
