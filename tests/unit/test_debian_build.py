@@ -147,6 +147,20 @@ def test_program_found_in_the_staged_binary_package(tmp_path: Path) -> None:
     assert rules.find_program(tmp_path, ["dnsmasq-base"], ["other"]) is None
 
 
+def test_the_program_is_taken_as_its_package_ships_it(tmp_path: Path) -> None:
+    # debian/tmp's perl is the shared-library flavour `make install` put
+    # there; perl-base ships the static one.
+    for staged, text in (("tmp", "shared flavour"), ("perl-base", "static flavour")):
+        bindir = tmp_path / "debian" / staged / "usr" / "bin"
+        bindir.mkdir(parents=True)
+        (bindir / "perl").write_text(text)
+        (bindir / "perl").chmod(0o755)
+    found = rules.find_program(tmp_path, ["perl-base", "perl"], ["perl"], "perl-base")
+    assert found is not None and found.read_text() == "static flavour"
+    found = rules.find_program(tmp_path, ["perl-base", "perl"], ["perl"])
+    assert found is not None and found.read_text() == "shared flavour"
+
+
 def test_a_program_linked_from_another_package_keeps_its_name(tmp_path: Path) -> None:
     # redis-server's usr/bin/redis-server -> redis-check-rdb, which
     # redis-tools ships; redis picks its mode from its own name.
@@ -383,6 +397,14 @@ def test_the_images_data_is_what_the_program_reads_not_docs_or_libraries(
                                         "not-built"])
     assert [guest for _, guest in trees] == ["/etc", "/usr/lib/python3.11", "/usr/share/binfmts"]
     assert trees[1][0] == staged / "usr/lib/python3.11"
+    # perl-base's modules are in a directory of the multiarch directory;
+    # its shared libraries (files there) are not data.
+    base = tmp_path / "debian" / "perl-base"
+    (base / "usr/lib/x86_64-linux-gnu/perl-base/List").mkdir(parents=True)
+    (base / "usr/lib/x86_64-linux-gnu/perl-base/List/Util.pm").write_text("")
+    (base / "usr/lib/x86_64-linux-gnu/libperl.so.5.36").write_text("")
+    assert rules.data_trees(tmp_path, ["perl-base"]) == [
+        (base / "usr/lib/x86_64-linux-gnu/perl-base", "/usr/lib/x86_64-linux-gnu/perl-base")]
 
 
 def test_a_program_package_brings_the_packages_of_its_source_it_depends_on(

@@ -492,7 +492,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                 # built for.
                 rules.install_library(tree, ctl.binaries, prefix)
             stamp.record(work / BUILT_STAMP, state)
-    program, tools = _staged_programs(rec, ctl, tree, binary, library)
+    program, tools = _staged_programs(rec, ctl, tree, binary, library, shipped_in)
     runtime = tuple(rules.runtime_files(program)) if program and not ukl else ()
     data: tuple[tuple[Path, str], ...] = ()
     if program is not None and shipped_in:
@@ -743,14 +743,15 @@ def unmatched(leave_out: frozenset[str]) -> list[str]:
 
 
 def _staged_programs(rec: recipe.Recipe, ctl: control.Control, tree: Path,
-                     binary: str | None, library: bool) -> tuple[Path | None, list[Path]]:
+                     binary: str | None, library: bool, shipped_in: str | None = None
+                     ) -> tuple[Path | None, list[Path]]:
     """The program (None for a library) and the recipe's tools, as the
-    Debian build staged them."""
+    Debian build staged them (the program as `shipped_in` ships it)."""
     program = None
     if not library:
         wanted = [binary or rec.program or ctl.source] + ([] if binary or rec.program
                                                           else ctl.binaries)
-        program = rules.find_program(tree, ctl.binaries, wanted)
+        program = rules.find_program(tree, ctl.binaries, wanted, shipped_in)
         if program is None:
             raise UklError(f"{ctl.source}: its Debian build staged no program named "
                            f"{' or '.join(wanted[:4])}; name it with --binary (a name in "

@@ -408,14 +408,16 @@ def data_trees(tree: Path, binaries: list[str]) -> list[tuple[Path, str]]:
     """The files Debian's build staged for `binaries` that a program reads
     at run time (Python's standard library), as (host directory, guest
     directory) trees: etc/, var/, and the directories of usr/lib and
-    usr/share but documentation and shared libraries (_NOT_DATA)."""
+    usr/share but documentation and shared libraries (_NOT_DATA); of
+    usr/lib's multiarch directory, whose files are shared libraries, its
+    directories (perl-base's modules: usr/lib/x86_64-linux-gnu/perl-base)."""
     trees = []
     for b in binaries:
         staged = tree / "debian" / b
         if not staged.is_dir():
             continue
         tops = [staged / "etc", staged / "var"]
-        for parent in ("usr/lib", "usr/share"):
+        for parent in ("usr/lib", "usr/share", f"usr/lib/{layout.MULTIARCH}"):
             if (staged / parent).is_dir():
                 tops += sorted((staged / parent).iterdir())
         for top in tops:
@@ -425,11 +427,17 @@ def data_trees(tree: Path, binaries: list[str]) -> list[tuple[Path, str]]:
     return trees
 
 
-def find_program(tree: Path, binaries: list[str], wanted: list[str]) -> Path | None:
+def find_program(tree: Path, binaries: list[str], wanted: list[str],
+                 shipped_in: str | None = None) -> Path | None:
     """The first of `wanted` (a path relative to the staging directory, or
     a program name looked up in usr/bin, usr/sbin, bin, sbin, usr/games)
-    that the build staged as a file."""
-    for staged in staging_dirs(tree, binaries):
+    that the build staged as a file: in the package that ships the program
+    first, as Debian ships it. (debian/tmp's perl is what `make install`
+    put there, the shared-library flavour; perl-base ships the static
+    one, whose @INC has perl-base's own modules.)"""
+    first = [tree / "debian" / shipped_in] if shipped_in else []
+    for staged in [d for d in first if d.is_dir()] + [
+            d for d in staging_dirs(tree, binaries) if d not in first]:
         for name in wanted:
             candidates = ([staged / name] if "/" in name else
                           [staged / d / name for d in ("usr/bin", "usr/sbin", "bin", "sbin",
