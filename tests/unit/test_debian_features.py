@@ -234,3 +234,20 @@ def test_packages_that_need_a_left_out_library_but_not_the_programs_own(
     assert features.packages_needing(["perl-base", "perl", "libperl5.36"], {"db5.3"},
                                      ["perl-base", "perl"]) == []
     assert features.Off(skip=("a", "b")).dh_options == "-Na -Nb"
+
+
+def test_a_skipped_flavour_is_not_built_by_the_rules_either(tmp_path: Path) -> None:
+    # curl's rules configure a libcurl for each TLS library unless its
+    # profiles say otherwise; without NSS, libcurl3-nss is skipped and its
+    # flavour (configure --with-nss, which fails) must not be built.
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "rules").write_text(
+        "ifeq ($(filter pkg.curl.no-nss,$(DEB_BUILD_PROFILES)),)\n"
+        "ifneq ($(filter pkg.curl.no-gnutls,$(DEB_BUILD_PROFILES)),)\n"
+        "ifneq ($(filter pkg.curl.openssl-only,$(DEB_BUILD_PROFILES)),)\n"
+        "ifneq ($(filter pkg.other.no-nss,$(DEB_BUILD_PROFILES)),)\n")
+    assert features.flavour_profiles(tmp_path, "curl", ("libcurl3-nss",)) == {"pkg.curl.no-nss"}
+    assert features.flavour_profiles(tmp_path, "curl", ("libcurl3-gnutls", "libcurl3-nss")) == {
+        "pkg.curl.no-nss", "pkg.curl.no-gnutls"}
+    assert features.flavour_profiles(tmp_path, "curl", ("libcurl4",)) == frozenset()
+

@@ -323,6 +323,25 @@ class Off:
         return " ".join(f"-N{p}" for p in self.skip)
 
 
+# A package's own profile that builds it without one of its flavours:
+# pkg.curl.no-nss (curl's rules configure a libcurl for each TLS library
+# and package it as libcurl3-nss, unless told so).
+_FLAVOUR_PROFILE = re.compile(r"\bpkg\.([a-z0-9][a-z0-9.+-]*?)\.no-([a-z0-9]+)\b")
+
+
+def flavour_profiles(tree: Path, source: str, skipped: tuple[str, ...]) -> frozenset[str]:
+    """The package's profiles (in its rules or control) for going without
+    a flavour that a skipped binary package ships: pkg.curl.no-nss for
+    libcurl3-nss, a package named after its flavour. Debhelper skips the
+    package (Off.skip); the profile keeps the rules from configuring and
+    building its flavour, which needs the library left out."""
+    words = {w for name in skipped for w in name.split("-")}
+    texts = [f.read_text(errors="replace") for f in (*rules_files(tree), tree / "debian/control")
+             if f.is_file()]
+    return frozenset(m.group(0) for text in texts for m in _FLAVOUR_PROFILE.finditer(text)
+                     if m.group(1) == source and m.group(2) in words)
+
+
 def packages_needing(binaries: list[str], sources: set[str], keep: list[str]) -> list[str]:
     """The binary packages among `binaries` (one source's) that depend
     directly on a library of `sources` (left out), but those in `keep` (the

@@ -39,7 +39,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ukl.app.debian import archive, control, missing_files
+from ukl.app.debian import archive, control, features, missing_files
 from ukl.app.debian.features import Off
 from ukl.common.buildenv import build_env, jobs
 from ukl.common.errors import UklError
@@ -265,6 +265,8 @@ def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
     work = tree.parent
     for old in work.glob("*.deb"):
         old.unlink()
+    if off.skip:
+        profiles |= features.flavour_profiles(tree, control.read(tree).source, off.skip)
     env = environment(ukl, cc, cxx, deps, work, off, profiles, library)
     if ukl:
         allow_static_archives(tree)
