@@ -250,4 +250,3 @@ def test_a_skipped_flavour_is_not_built_by_the_rules_either(tmp_path: Path) -> N
     assert features.flavour_profiles(tmp_path, "curl", ("libcurl3-gnutls", "libcurl3-nss")) == {
         "pkg.curl.no-nss", "pkg.curl.no-gnutls"}
     assert features.flavour_profiles(tmp_path, "curl", ("libcurl4",)) == frozenset()
-

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ukl.app import unikernel
-from ukl.app.debian import archive, control, features, libdeps, plugins, recipe, required, rules
+from ukl.app.debian import (archive, control, failures, features, libdeps, plugins, recipe,
+                            required, rules)
 from ukl.app.debian import source as debsrc
 from ukl.common import locks, paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
@@ -460,6 +461,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
         if not stamp.current(work / BUILT_STAMP, state):
+            failures.fail_as_before(work, state, what)
             resume = stamp.current(work / STARTED_STAMP, state) and tree.is_dir()
             if resume:
                 print(f"ukl: {what}: resuming the interrupted build in {tree}", file=sys.stderr)
@@ -476,9 +478,11 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                     frozenset(features.configure_options(source)))
             except UklError as e:
                 wrapped = _with_without(e, without)
+                failures.remember(work, state, wrapped)
                 if wrapped is e:
                     raise
                 raise wrapped from e
+            failures.forget(work)
             if also:
                 _remember_requires(work, also)
             # Its configure may have asked for more to go off: later builds
