@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ukl.app.debian import failures
-from ukl.common.errors import UklError
+from ukl.common.errors import Interrupted, UklError
 
 
 def test_a_failure_is_remembered_for_the_same_inputs_and_tool(
@@ -25,6 +25,10 @@ def test_a_failure_is_remembered_for_the_same_inputs_and_tool(
     # Other inputs, or another version of the tool: built again.
     assert failures.remembered(tmp_path, "state-b") is None
     monkeypatch.setattr(failures, "tool_identity", lambda: "tool-2")
+    assert failures.remembered(tmp_path, "state-a") is None
+    # A build stopped by a signal did not fail: not remembered.
+    failures.forget(tmp_path)
+    failures.remember(tmp_path, "state-a", Interrupted("debian/rules krb5 was stopped by signal 2"))
     assert failures.remembered(tmp_path, "state-a") is None
     # A build that succeeds forgets; a damaged record is no failure.
     failures.forget(tmp_path)

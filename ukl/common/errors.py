@@ -22,3 +22,9 @@ class UklError(Exception):
 
 class UsageError(UklError):
     """The command line names something that does not exist or is malformed."""
+
+
+class Interrupted(UklError):
+    """A command stopped by a signal (Ctrl-C, the OOM killer): not a
+    failure of its own, so nothing that remembers failures keeps it, and
+    no retry follows."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ukl.common.errors import UklError
+from ukl.common.errors import Interrupted, UklError
 
 TAIL_LINES = 25
 # Where a build directory remembers how many steps its full build took.
@@ -168,6 +168,9 @@ def run_logged(
     rc = proc.wait()
     if line_shown:
         line_shown.finish()
+    if rc < 0:
+        raise Interrupted(f"{label} was stopped by signal {-rc}; full log: {log_path}",
+                          detail=log_tail(log_path))
     if rc != 0:
         raise UklError(
             f"{label} failed (exit status {rc}); full log: {log_path}",

@@ -42,7 +42,7 @@ from ukl.app.debian import (archive, control, failures, features, libdeps, plugi
 from ukl.app.debian import source as debsrc
 from ukl.common import locks, paths, stamp
 from ukl.common.buildenv import build_env, cached, jobs
-from ukl.common.errors import UklError
+from ukl.common.errors import Interrupted, UklError
 from ukl.common.proc import run_logged
 from ukl.toolchain import driver, layout
 
@@ -516,7 +516,7 @@ def _with_without(e: UklError, without: list[str]) -> UklError:
     configure option Debian's rules force on)."""
     if not without:
         return e
-    return UklError(f"{e.message} (built without {'; '.join(without)})", detail=e.detail)
+    return type(e)(f"{e.message} (built without {'; '.join(without)})", detail=e.detail)
 
 
 def _check_requires(e: UklError, left_out: list[LeftOut], without: list[str],
@@ -649,6 +649,8 @@ def build_with_retries(what: str, resume: bool, off: features.Off,
             else:
                 build(False, dataclasses.replace(off, skip=off.skip + skip))
             return off
+        except Interrupted:
+            raise
         except UklError as e:
             check(e)
             asked = features.asked_off(e.message, set(options), off) if off.missing_ok else []
@@ -676,6 +678,8 @@ def resume_or_restart(resume: bool, what: str, build: Callable[[bool], None],
     on from there."""
     try:
         build(resume)
+    except Interrupted:
+        raise
     except UklError:
         if not resume:
             raise

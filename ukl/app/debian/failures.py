@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from ukl.common import stamp
-from ukl.common.errors import UklError
+from ukl.common.errors import Interrupted, UklError
 from ukl.toolchain import driver
 
 FAILED_FILE = ".ukl-failed"
@@ -67,7 +67,10 @@ def fail_as_before(work: Path, state: str, what: str) -> None:
 
 
 def remember(work: Path, state: str, error: UklError) -> None:
-    """Record that the build of `state` in `work` failed with `error`."""
+    """Record that the build of `state` in `work` failed with `error`,
+    unless it was stopped by a signal (Interrupted)."""
+    if isinstance(error, Interrupted):
+        return
     record_path(work).write_text(json.dumps({
         "state": stamp.digest(state, tool_identity()),
         "message": error.message,

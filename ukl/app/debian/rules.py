@@ -42,7 +42,7 @@ from pathlib import Path
 from ukl.app.debian import archive, control, features, missing_files
 from ukl.app.debian.features import Off
 from ukl.common.buildenv import build_env, jobs
-from ukl.common.errors import UklError
+from ukl.common.errors import Interrupted, UklError
 from ukl.common.proc import log_since, log_size, run_logged, run_quiet
 from ukl.toolchain import layout
 from ukl.toolchain.driver import (COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, LEFT_OUT_LIBS_ENV,
@@ -280,7 +280,7 @@ def build(tree: Path, ukl: bool, cc: str, cxx: str, deps: list[Path], log: Path,
                    append=True)
     except UklError as e:
         why = failure_reason(log_since(log, start))
-        if why is None:
+        if why is None or isinstance(e, Interrupted):
             raise
         raise UklError(f"debian/rules {what} failed: {why}; full log: {log}",
                        detail=e.detail) from e
