@@ -229,6 +229,16 @@ def test_a_shared_librarys_archive_brings_what_its_link_named(tmp_path: Path) ->
     assert driver.with_archive_needs(["unbound.o", str(libdir / "libpython3.11.a")], dirs) == [
         "unbound.o", str(libdir / "libpython3.11.a"), "-lexpat", "-lz", "-lmd"]
     assert driver.with_archive_needs(["a.o", "-lexpat"], dirs) == ["a.o", "-lexpat"]
+    # In a build tree (libtool's .libs/libcurl.a), the stand-in beside the
+    # archive says what it needs.
+    assert driver.with_archive_needs(["a.o", str(staged / "libpython3.11.a")], [zlib]) == [
+        "a.o", str(staged / "libpython3.11.a"), "-lz", "-lmd"]
+    # A library linked as C++ needs libstdc++, which g++ adds unnamed.
+    cxx_shared = tmp_path / "libicuuc.so.72"
+    res = subprocess.run([str(Path(driver.__file__).parents[2] / "bin" / "ukl-c++"), "-shared",
+                          str(obj), "-lm", "-o", str(cxx_shared)], env=env)
+    assert res.returncode == 0
+    assert driver.standin_needs(cxx_shared) == ["m", "stdc++"]
 
 
 def test_a_libtool_archive_brings_its_dependencies(tmp_path: Path) -> None:

@@ -406,8 +406,8 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path,
            # One group: archives in any order, as shared libraries link
            # (protoc-c names -lprotobuf before -lprotoc, which needs it).
            *_library_dirs(), "-Wl,--start-group",
-           *static_inputs(partial_link_args(without_left_out(
-               with_archive_needs(user_args, [Path(d[2:]) for d in _library_dirs()])))),
+           *with_archive_needs(static_inputs(partial_link_args(without_left_out(user_args))),
+                               [Path(d[2:]) for d in _library_dirs()]),
            "-Wl,--end-group", "-o", str(out)]
     res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if res.returncode != 0:
@@ -561,7 +561,7 @@ def is_link(args: list[str]) -> bool:
     return not any(a.startswith(_QUERY_PREFIXES) for a in args)
 
 
-def _shared_standin(args: list[str]) -> int:
+def _shared_standin(args: list[str], cxx: bool = False) -> int:
     """A `-shared` link in one of Debian's builds: a shared object with the
     requested soname that stands in for the real library, so the package's
     build and packaging finish; nothing UKL links reads it (a UKL link
@@ -573,7 +573,9 @@ def _shared_standin(args: list[str]) -> int:
     for a missing module (Python's setup.py imports the extension modules
     it just built, and goes on without those that fail), and a program
     linked with it does not start. It names the libraries its link named
-    (STANDIN_NEEDS_SECTION). Beside it, the static twin of the library
+    (STANDIN_NEEDS_SECTION), and libstdc++ when linked as C++ (`cxx`:
+    g++ adds it unnamed; ICU's libraries need it, and libxml2's programs,
+    C, link them). Beside it, the static twin of the library
     (static_twin)."""
     output, rest = split_output(args)
     soname = standin_soname(rest)
@@ -582,7 +584,9 @@ def _shared_standin(args: list[str]) -> int:
               if a.endswith((".o", ".obj", ".a")) and Path(a).is_file()]
     with tempfile.TemporaryDirectory(prefix="ukl-standin-") as tmp:
         stub = Path(tmp) / "standin.s"
-        stub.write_text(standin_assembly(_defined_globals(inputs), linked_libraries(rest)))
+        needs = linked_libraries(rest)
+        needs += ["stdc++"] if cxx and "stdc++" not in needs else []
+        stub.write_text(standin_assembly(_defined_globals(inputs), needs))
         needed = Path(tmp) / STANDIN_NEEDED
         res = subprocess.run(["gcc", "-shared", "-nostdlib", "-x", "c", "/dev/null",
                               f"-Wl,-soname,{STANDIN_NEEDED}", "-o", str(needed)])
@@ -691,11 +695,22 @@ def archive_needs_file(archive: Path) -> Path:
     return archive.with_name(archive.name + ARCHIVE_NEEDS_SUFFIX)
 
 
+def archive_needs(archive: Path) -> list[str]:
+    """The libraries static archive `archive` needs: as its install wrote
+    them (archive_needs_file), or as the shared stand-in beside it in a
+    build tree names them (libtool's .libs/libcurl.a and libcurl.so)."""
+    needs = archive_needs_file(archive)
+    if needs.is_file():
+        return needs.read_text(errors="replace").split()
+    shared = archive.with_suffix(".so")
+    return standin_needs(shared) if shared.exists() else []
+
+
 def with_archive_needs(args: list[str], dirs: list[Path]) -> list[str]:
     """`args` followed by -lNAME for each library that an archive they
-    link needs (archive_needs_file), and so on for those: an archive
-    named by path, or by -lNAME found in `dirs` (the UKL library
-    directories)."""
+    link needs (archive_needs), and so on for those: an archive named by
+    path, or by -lNAME found in `dirs` (the UKL library directories).
+    Only what a UKL directory has is added."""
     out = list(args)
     named = set(linked_libraries(args))
     pending = [Path(a) for a in args if a.endswith(".a") and not a.startswith("-")]
@@ -703,11 +718,10 @@ def with_archive_needs(args: list[str], dirs: list[Path]) -> list[str]:
     seen: set[Path] = set()
     while pending:
         archive = pending.pop(0)
-        needs = archive_needs_file(archive)
-        if archive in seen or not needs.is_file():
+        if archive in seen or not archive.is_file():
             continue
         seen.add(archive)
-        for name in needs.read_text(errors="replace").split():
+        for name in archive_needs(archive):
             found = [d / f"lib{name}.a" for d in dirs if (d / f"lib{name}.a").is_file()]
             # One no UKL directory has was left out of the build (or is
             # the C library's, in every link): a link that truly needs it
@@ -826,7 +840,7 @@ def main(cxx: bool, argv: list[str] | None = None) -> int:
     name = "ukl-c++" if cxx else "ukl-cc"
     if "-shared" in args:
         if os.environ.get(SHARED_STANDIN_ENV) == "1" and is_link(args):
-            return _shared_standin(args)
+            return _shared_standin(args, cxx)
         print(f"{name}: error: shared libraries cannot be linked into a UKL kernel; "
               "build the static library instead", file=sys.stderr)
         return 1

@@ -51,8 +51,9 @@ from ukl.toolchain.driver import (COMPILER_SHIMS_ENV, DEPS_SYSROOT_ENV, LEFT_OUT
 
 # Part of every Debian build's state (ukl.app.debian.build): raise it when
 # how Debian's build is run changes what it makes, so builds made the old
-# way are redone.
-ENVIRONMENT_VERSION = 6
+# way are redone. 7: an installed library's archive has the libraries
+# its shared library's link named beside it (driver.archive_needs_file).
+ENVIRONMENT_VERSION = 7
 CONFIG_SITE = """\
 # Written by ukl build --debian (ukl/app/debian/rules.py) for UKL builds.
 # Static libraries on: a UKL program links static archives only, and
