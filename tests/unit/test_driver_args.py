@@ -207,6 +207,10 @@ def test_a_shared_librarys_archive_brings_what_its_link_named(tmp_path: Path) ->
     assert res.returncode == 0
     assert driver.standin_needs(shared) == ["m", "expat", "z", "dl"]
     assert driver.standin_needs(obj) == []
+    # CMake names the shared libraries a library links by path.
+    assert driver.linked_libraries(["-o", "libbrotlidec.so.1.0.9", "decode.o",
+                                    "/b/libbrotlicommon.so.1.0.9", "-Wl,-soname,x.so.1",
+                                    "libz.so", "-lz"]) == ["brotlicommon", "z"]
     (staged / "libpython3.11.so").symlink_to("libpython3.11.so.1.0")
     (staged / "libpython3.11.a").write_text("!<arch>\n")
     (staged / "libexpat.a").write_text("!<arch>\n")

@@ -665,13 +665,19 @@ _LIBRARY_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
 
 
 def linked_libraries(args: list[str]) -> list[str]:
-    """The libraries a link names with -lNAME or -l NAME, first mention
-    first, without those every link has."""
+    """The libraries a link names with -lNAME or -l NAME, or as a shared
+    library's path (CMake's: libbrotlidec.so is linked with
+    .../libbrotlicommon.so.1.0.9), first mention first, without those
+    every link has."""
     out: list[str] = []
     words = iter(_expand_response_files(args))
     for a in words:
+        if a == "-o":
+            next(words, None)
+            continue
+        shared = _SHARED_NAME.match(Path(a).name) if not a.startswith("-") else None
         name = a[2:] if a.startswith("-l") and len(a) > 2 else (
-            next(words, "") if a == "-l" else "")
+            next(words, "") if a == "-l" else (shared.group(1)[3:] if shared else ""))
         if _LIBRARY_NAME.match(name) and name not in _ALWAYS_LINKED and name not in out:
             out.append(name)
     return out
