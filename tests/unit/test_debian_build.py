@@ -811,3 +811,15 @@ def test_binding_profiles_are_read_from_restrictions_not_version_limits() -> Non
             " ruby-dev <noruby>, libbar-dev (>= 1) <!nocheck !nojava>\n")
     # nopython and nojava build less; <noruby> would build more.
     assert control.lean_profiles(text, "demo") == {"nopython", "nojava"}
+
+
+def test_a_finished_library_build_keeps_its_install_not_its_tree(tmp_path: Path) -> None:
+    # OpenSSL's library build tree is 8 GB; its dependents link the
+    # install. A program's tree stays: its program and data are read there.
+    from ukl.app.debian import build as debbuild
+    for library in (True, False):
+        work = tmp_path / ("lib" if library else "program")
+        (work / "tree" / "debian").mkdir(parents=True)
+        debbuild._record_built(work, "state-1", work / "tree", library)
+        assert (work / debbuild.BUILT_STAMP).read_text() == "state-1"
+        assert (work / "tree").is_dir() != library

@@ -495,7 +495,7 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
                 # and zstd's library dependency): installed whatever it was
                 # built for.
                 rules.install_library(tree, ctl.binaries, prefix)
-            stamp.record(work / BUILT_STAMP, state)
+            _record_built(work, state, tree, library)
     program, tools = _staged_programs(rec, ctl, tree, binary, library, shipped_in)
     runtime = tuple(rules.runtime_files(program)) if program and not ukl else ()
     data: tuple[tuple[Path, str], ...] = ()
@@ -509,6 +509,15 @@ def _debian_build_once(rec: recipe.Recipe, source: Path, ukl: bool, binary: str 
     if not binary:
         _BUILT[key] = done
     return done
+
+
+def _record_built(work: Path, state: str, tree: Path, library: bool) -> None:
+    """Record a finished build. A library build's tree goes: what its
+    dependents link is installed (rules.install_library), and the trees
+    are most of the disk the catalog takes (OpenSSL's is 8 GB)."""
+    stamp.record(work / BUILT_STAMP, state)
+    if library and tree.is_dir():
+        shutil.rmtree(tree)
 
 
 def _with_without(e: UklError, without: list[str]) -> UklError:
