@@ -168,25 +168,25 @@ def compile_flags(cxx: bool) -> list[str]:
     return flags + code_generation_flags()
 
 
-def _library_dirs() -> list[str]:
-    """-L flags: the UKL sysroot's libraries, then the dependencies'."""
+def _library_paths() -> list[Path]:
+    """The UKL library directories: the sysroot's, then the dependencies'."""
     dirs = [layout.libdir(), layout.ukl_libdir()]
     for deps in deps_sysroots():
         dirs += [deps / layout.LIBDIR, deps / "usr/lib"]
-    return [f"-L{d}" for d in dirs]
+    return dirs
 
 
 def search_dirs(gcc: str) -> str:
     """-print-search-dirs as a UKL link sees it: gcc's own install and
     program directories, and for libraries the UKL sysroot's and the
-    dependencies' (what _library_dirs gives a link). Build systems that
+    dependencies' (what _library_paths gives a link). Build systems that
     look for libraries themselves read it (perl's Configure, libtool): with
     gcc's answer they find the host's libcrypt.a and libgdbm.a, which no
     UKL link may take."""
     out = subprocess.run([gcc, "-print-search-dirs"], capture_output=True, text=True,
                          check=True).stdout
     lines = [line for line in out.splitlines() if not line.startswith("libraries:")]
-    dirs = [d[2:] for d in _library_dirs()]
+    dirs = [str(d) for d in _library_paths()]
     return "\n".join([*lines, "libraries: =" + ":".join(dirs)]) + "\n"
 
 
@@ -257,7 +257,7 @@ def without_left_out(args: list[str], name: str = "ukl-cc") -> list[str]:
     (NOT_IN_TOOLCHAIN) that no UKL library directory has; each dropped
     with a note."""
     left_out = set(os.environ.get(LEFT_OUT_LIBS_ENV, "").split()) | NOT_IN_TOOLCHAIN
-    dirs = [Path(d[2:]) for d in _library_dirs()]
+    dirs = _library_paths()
     out: list[str] = []
     i = 0
     while i < len(args):
@@ -399,15 +399,16 @@ def _combine_user_inputs(cxx: bool, user_args: list[str], out: Path,
     # wanted, as crt1.o would in a final link. --trace twice names the
     # archive members taken too, whose findings lint_inputs keeps.
     muldefs = ["-Wl,-z,muldefs"] if first_definition_wins else []
+    dirs = _library_paths()
     cmd = [gcc, *compile_flags(cxx or compiles_cxx(user_args)), "-r", "-nostdlib",
            "-Wl,-Bstatic",
            "-Wl,--trace", "-Wl,--trace", *muldefs,
            "-Wl,--undefined=main",
            # One group: archives in any order, as shared libraries link
            # (protoc-c names -lprotobuf before -lprotoc, which needs it).
-           *_library_dirs(), "-Wl,--start-group",
+           *(f"-L{d}" for d in dirs), "-Wl,--start-group",
            *with_archive_needs(static_inputs(partial_link_args(without_left_out(user_args))),
-                               [Path(d[2:]) for d in _library_dirs()]),
+                               dirs),
            "-Wl,--end-group", "-o", str(out)]
     res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if res.returncode != 0:
@@ -718,9 +719,10 @@ def with_archive_needs(args: list[str], dirs: list[Path]) -> list[str]:
     path, or by -lNAME found in `dirs` (the UKL library directories).
     Only what a UKL directory has is added."""
     out = list(args)
-    named = set(linked_libraries(args))
+    linked = linked_libraries(args)
+    named = set(linked)
     pending = [Path(a) for a in args if a.endswith(".a") and not a.startswith("-")]
-    pending += [d / f"lib{n}.a" for n in linked_libraries(args) for d in dirs]
+    pending += [d / f"lib{n}.a" for n in linked for d in dirs]
     seen: set[Path] = set()
     while pending:
         archive = pending.pop(0)

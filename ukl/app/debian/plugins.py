@@ -96,27 +96,24 @@ def drop_loadable_options(tree: Path) -> list[str]:
     """Remove them from the rules files of `tree` (a build's own copy), and
     have perl's extensions linked in (its hints); returns what changed."""
     dropped = loadable_options(tree)
-    for rules in rules_files(tree):
-        text = rules.read_text(errors="replace")
-        new = _LOADABLE.sub("", text)
-        if new != text:
-            rules.write_text(new)
+    _remove_matches(rules_files(tree), _LOADABLE)
     if NO_DYNAMIC_LOADING in dropped:
         _append_once(tree / _HINTS, _NO_DYNAMIC_LOADING_HINT)
         _append_once(next((tree / o for o in _CONFIG_OVER if (tree / o).is_file()),
                           tree / _CONFIG_OVER[-1]), _NO_RE_WHEN_DEBUGGING)
-        _drop_extension_objects(tree)
+        # The extensions' shared objects, from the install lists.
+        _remove_matches(sorted((tree / "debian").glob("*.install")), _EXTENSION_OBJECT)
     return dropped
 
 
-def _drop_extension_objects(tree: Path) -> None:
-    """Remove the lines naming an extension's shared object from the
-    install lists of `tree`'s debian directory."""
-    for listing in sorted((tree / "debian").glob("*.install")):
-        text = listing.read_text(errors="replace")
-        new = _EXTENSION_OBJECT.sub("", text)
+def _remove_matches(files: list[Path], pattern: re.Pattern[str]) -> None:
+    """Remove what `pattern` matches from each of `files` (a build's own
+    copies), rewriting only those it changes."""
+    for f in files:
+        text = f.read_text(errors="replace")
+        new = pattern.sub("", text)
         if new != text:
-            listing.write_text(new)
+            f.write_text(new)
 
 
 def _append_once(script: Path, lines: str) -> None:

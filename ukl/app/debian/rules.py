@@ -334,18 +334,17 @@ def install_library(tree: Path, binaries: list[str], dest: Path) -> list[str]:
     if dest.exists():
         shutil.rmtree(dest)
     archives = []
-    # Each shared library's name: its directory, and its files (the
-    # stand-ins ukl-cc made, which name what the library needs).
-    shared: dict[str, Path] = {}
-    shared_files: dict[str, list[Path]] = {}
+    # Each shared library's name: its staged files (the stand-ins ukl-cc
+    # made, which name what the library needs) and their directories
+    # below the staging directory.
+    shared: dict[str, list[tuple[Path, Path]]] = {}
     for staged in staging_dirs(tree, binaries):
         for path in sorted(staged.rglob("*")):
             rel = path.relative_to(staged)
             parts = rel.parts
             in_lib = len(parts) >= 3 and parts[:2] == ("usr", "lib")
             if in_lib and ".so" in path.name and path.name.startswith("lib"):
-                shared.setdefault(path.name.split(".so")[0], rel.parent)
-                shared_files.setdefault(path.name.split(".so")[0], []).append(path)
+                shared.setdefault(path.name.split(".so")[0], []).append((path, rel.parent))
             keep = (parts[:2] == ("usr", "include")
                     or (in_lib and (path.suffix == ".a" or "pkgconfig" in parts))
                     or parts[:3] == ("usr", "share", "pkgconfig"))
@@ -356,7 +355,8 @@ def install_library(tree: Path, binaries: list[str], dest: Path) -> list[str]:
             _install_file(path, dest / rel, dest)
             if path.suffix == ".a":
                 archives.append(str(rel))
-    for name, libdir in shared.items():
+    for name, files in shared.items():
+        _, libdir = files[0]
         rel = libdir / f"{name}.a"
         if str(rel) in archives:
             continue
@@ -365,7 +365,8 @@ def install_library(tree: Path, binaries: list[str], dest: Path) -> list[str]:
             _install_file(built, dest / rel, dest)
             archives.append(str(rel))
     for rel_archive in sorted(set(archives)):
-        _write_archive_needs(dest / rel_archive, shared_files.get(Path(rel_archive).stem, []))
+        _write_archive_needs(dest / rel_archive,
+                             [f for f, _ in shared.get(Path(rel_archive).stem, [])])
     return sorted(set(archives))
 
 
