@@ -56,6 +56,23 @@ def test_switches_name_the_library_its_package_or_its_source() -> None:
         "libreadline-dev": ["--without-readline"]}
 
 
+def test_kerberos_goes_by_its_feature_name() -> None:
+    # PHP's --with-kerberos: its OpenSSL extension asks pkg-config for krb5.
+    off = features.switches_off({"with_kerberos", "with_openssl"}, [("libkrb5-dev", "krb5")])
+    assert {d: [s.option for s in sws] for d, sws in off.items()} == {
+        "libkrb5-dev": ["--without-kerberos"]}
+
+
+def test_rules_files_include_makefiles_in_debians_subdirectories(tmp_path: Path) -> None:
+    (tmp_path / "debian" / "rules.d").mkdir(parents=True)
+    (tmp_path / "debian" / "rules").write_text("include debian/rules.d/*.mk\n")
+    (tmp_path / "debian" / "rules.d" / "ext-imap.mk").write_text(
+        "ifeq (,$(filter noimap,$(DEB_BUILD_OPTIONS)))\nimap_config := --with-imap\nendif\n")
+    assert [f.relative_to(tmp_path).as_posix() for f in features.rules_files(tmp_path)] == [
+        "debian/rules", "debian/rules.d/ext-imap.mk"]
+    assert features.rules_options(tmp_path) == {"noimap"}
+
+
 def test_lighttpds_ldap_and_mysql_switches() -> None:
     """A transitional package (libldap2-dev) and a -defaults one whose
     library is MariaDB's, by MySQL's name (default-libmysqlclient-dev)."""
@@ -75,7 +92,7 @@ def test_a_flavour_of_a_library_does_not_turn_off_what_is_kept() -> None:
                                           ("uuid-dev", "util-linux")],
                                 kept=[("libssl-dev", "openssl")])
     assert {dep: [s.variable for s in sws] for dep, sws in off.items()} == {
-        "libcurl4-openssl-dev": ["with_curl"]}
+        "libcurl4-openssl-dev": ["with_curl"], "libkrb5-dev": ["with_kerberos"]}
     off = features.switches_off({"with_openssl"}, [("libssl-dev", "openssl")],
                                 kept=[("libcurl4-openssl-dev", "curl")])
     assert [s.variable for s in off["libssl-dev"]] == ["with_openssl"]

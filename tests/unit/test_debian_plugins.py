@@ -43,6 +43,56 @@ def test_options_that_only_mention_dynamic_are_kept(tmp_path: Path) -> None:
     assert plugins.loadable_options(tmp_path) == []
 
 
+PHP_LIKE_RULES_D = """\
+ext_PACKAGES     += imap
+imap_config      := --with-imap=shared,/usr \\
+\t            --with-kerberos \\
+\t            --with-imap-ssl=yes
+ctype_config = --enable-ctype=shared
+pdo_odbc_config  := --with-pdo-odbc=shared,unixODBC,/usr
+"""
+PHP_LIKE_RULES = """\
+export cli_config = \\
+\t\t--prefix=/usr --enable-cli \\
+\t\t--enable-pcntl \\
+\t\t--with-libedit=shared,/usr
+
+include $(CURDIR)/debian/rules.d/*.mk
+"""
+
+
+def test_php_style_shared_extensions_are_dropped_from_rules_and_rules_d(
+        tmp_path: Path) -> None:
+    (tmp_path / "debian" / "rules.d").mkdir(parents=True)
+    rules = tmp_path / "debian" / "rules"
+    rules.write_text(PHP_LIKE_RULES)
+    imap = tmp_path / "debian" / "rules.d" / "ext-imap.mk"
+    imap.write_text(PHP_LIKE_RULES_D)
+    # Without PHP's configure, `=shared` means nothing in particular.
+    assert plugins.loadable_options(tmp_path) == []
+    (tmp_path / "configure").write_text("#! /bin/sh\n  ext_shared=yes\n")
+    options = ["--with-libedit=shared,/usr", "--with-imap=shared,/usr",
+               "--enable-ctype=shared", "--with-pdo-odbc=shared,unixODBC,/usr"]
+    assert plugins.loadable_options(tmp_path) == options
+    assert plugins.drop_loadable_options(tmp_path) == options
+    assert "shared" not in rules.read_text() + imap.read_text()
+    # The program's own options stay, and so does the make syntax.
+    assert "--enable-pcntl \\\n" in rules.read_text()
+    assert "--with-kerberos \\\n" in imap.read_text()
+    shown = subprocess.run(["make", "-s", "-C", str(tmp_path), "-f", "debian/rules",
+                            "--eval", "show: ; @echo $(cli_config) / $(imap_config)", "show"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert shown == ["--prefix=/usr", "--enable-cli", "--enable-pcntl", "/",
+                     "--with-kerberos", "--with-imap-ssl=yes"]
+    assert plugins.loadable_options(tmp_path) == []
+
+
+def test_a_long_list_of_modules_is_reported_shortly() -> None:
+    line = plugins.report_line([f"--enable-e{i}=shared" for i in range(50)])
+    assert "--enable-e0=shared" in line and "and 44 more" in line
+    assert "--enable-e49=shared" not in line
+
+
 def test_packages_of_modules_only() -> None:
     assert plugins.is_module_package([
         "usr/", "usr/lib/nginx/modules/ngx_mail_module.so",

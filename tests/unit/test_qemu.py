@@ -40,6 +40,14 @@ def test_icount_smp_mem_gdb() -> None:
     assert _arg(cmd, "-smp") == "2"
     assert _arg(cmd, "-m") == "1G"
     assert _arg(cmd, "-gdb") == "tcp::1234" and "-S" in cmd
+    # The guest's randomness and clock stay the host's unless asked.
+    assert "-seed" not in cmd and "-rtc" not in cmd
+
+
+def test_repeatable_fixes_the_guests_seeds_under_icount() -> None:
+    cmd = qemu.command(_opts(icount=True, repeatable=True))
+    assert _arg(cmd, "-seed") == "1"
+    assert _arg(cmd, "-rtc") == "base=2026-01-01T00:00:00,clock=vm"
 
 
 @pytest.mark.parametrize("mem", ["", "0", "lots", "1T", "-5M"])

@@ -5,12 +5,12 @@ The server runs in the guest (linked into the kernel on a UKL flavour, an
 ordinary process otherwise): a TCP sink and a UDP echo. Its client runs
 either in the same guest, as an ordinary process beside it (the window
 then holds both ends and the loopback stack, and under `-icount
-shift=0,sleep=off` a second run counts the same but for a few
-instructions), or on the host through QEMU's port forwards (the window
-holds only what the guest ran: the server, its network stack, the
-virtio NIC's interrupts, and the timer ticks the guest runs while it
-waits for the host, whose number follows the host's pace: these figures
-are not repeatable). Each measurement is one window of the ukl_counts
+shift=0,sleep=off`, with the guest's randomness and clock from fixed
+seeds, a second run counts exactly the same), or on the host through
+QEMU's port forwards (the window holds only what the guest ran: the
+server, its network stack, the virtio NIC's interrupts, and the timer
+ticks the guest runs while it waits for the host, whose number follows
+the host's pace: these figures are not repeatable). Each measurement is one window of the ukl_counts
 plugin, opened and closed around it and flushed, so its guest
 instructions are counted exactly; throughput is the payload bytes moved
 in it over those instructions. Not time: TCG prices a SYSCALL like a mov.
@@ -237,10 +237,12 @@ def measure(flavour: Flavour, client: str, sw: Sweep, plugin: Path) -> list[Meas
     host = client == "host"
     # Each option's boot-args make the unmodified server use it
     # (ukl_bypass=1 for UKL_BYP), as in `ukl bench-apps`; norandmaps as in
-    # `ukl bench`, so the guest client's runs repeat exactly.
+    # `ukl bench`, and fixed seeds (repeatable), so the guest client's runs
+    # repeat exactly.
     opts = qemu.RunOptions(
         kernel=img.kernel, initramfs=img.initramfs, smp=1, mem="1G", cpu=flavour.cpu,
-        icount=True, accel=ACCEL, append=["norandmaps", *flavour.boot_args],
+        icount=True, repeatable=not host, accel=ACCEL,
+        append=["norandmaps", *flavour.boot_args],
         program_args=["server", str(CTL_PORT), str(TCP_PORT), str(UDP_PORT)],
         forwards=([(CTL_PORT + HOST_OFFSET, CTL_PORT), (TCP_PORT + HOST_OFFSET, TCP_PORT)]
                   if host else []),

@@ -12,6 +12,8 @@ QEMU = "qemu-system-x86_64"
 # exit status (byte << 1) | 1. init.sh writes the program's status there.
 DEBUG_EXIT_PORT = 0xF4
 GDB_PORT = 1234
+# The guest's boot date in a repeatable run (RunOptions.repeatable).
+REPEATABLE_CLOCK = "2026-01-01T00:00:00"
 # x86 COMMAND_LINE_SIZE, and the kernel's limit on init arguments
 # (MAX_INIT_ARGS = CONFIG_INIT_ENV_ARG_LIMIT = 32, argv[0] included).
 CMDLINE_MAX = 2048
@@ -42,6 +44,11 @@ class RunOptions:
     # that vendor's CPU bugs and turn on their mitigations.
     cpu: str = "max"
     icount: bool = False
+    # Under icount, the guest's own randomness and clock from fixed
+    # seeds (QEMU's -seed feeds RDRAND, a fixed -rtc base the boot
+    # clock): a guest that talks to nothing outside runs the same
+    # instructions again (`ukl bench-net`'s client in the guest).
+    repeatable: bool = False
     # TCG translates one guest instruction per block (QEMU's -singlestep),
     # and checks for interrupts before each block: an interrupt can then
     # come between any two instructions, not only at branches. Slow; for
@@ -182,6 +189,8 @@ def command(opts: RunOptions) -> list[str]:
         # One guest instruction per virtual nanosecond: rdtsc deltas become
         # exact instruction counts, and runs are repeatable.
         cmd += ["-icount", "shift=0,sleep=off"]
+        if opts.repeatable:
+            cmd += ["-seed", "1", "-rtc", f"base={REPEATABLE_CLOCK},clock=vm"]
     if opts.one_insn_per_tb:
         cmd += ["-singlestep"]
     if opts.gdb:

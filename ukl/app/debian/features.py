@@ -68,6 +68,9 @@ _ALIASES = {
     "mariadb": ("mariadb", "mysql"),
     # OpenTracing (haproxy's USE_OT).
     "opentracing": ("opentracing", "ot"),
+    # MIT Kerberos (PHP's --with-kerberos, which its OpenSSL extension
+    # checks too).
+    "krb5": ("krb5", "kerberos", "gssapi"),
 }
 _ARG_MACRO = re.compile(r"\bAC_ARG_(ENABLE|WITH)\(\s*\[?\s*([A-Za-z0-9_+.-]+)")
 _USER_OPTS = re.compile(r"^ac_user_opts='([^']*)'", re.M)
@@ -163,9 +166,11 @@ def configure_options(tree: Path) -> set[str]:
 
 def rules_files(tree: Path) -> list[Path]:
     """The files of a package's rules: debian/rules and the makefiles it
-    includes from debian/."""
-    return [f for f in [tree / "debian" / "rules", *sorted((tree / "debian").glob("*.mk"))]
-            if f.is_file()]
+    includes from debian/ and its subdirectories (php8.2's
+    debian/rules.d/ext-imap.mk)."""
+    debian = tree / "debian"
+    return [f for f in [debian / "rules", *sorted(debian.glob("*.mk")),
+                        *sorted(debian.glob("*/*.mk"))] if f.is_file()]
 
 
 def rules_options(tree: Path) -> set[str]:

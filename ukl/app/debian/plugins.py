@@ -7,7 +7,11 @@ Some packages' own configure scripts (not autoconf's, whose switches
 ukl.app.debian.features turns off) build them only when asked by name:
 nginx's `--with-http_xslt_module=dynamic` and `--add-dynamic-module=DIR`,
 which Debian's rules pass for its libnginx-mod-* packages (and whose
-configure stops when libxslt or libgd is missing). A UKL build's copy of
+configure stops when libxslt or libgd is missing), and PHP's
+`--with-imap=shared,/usr` and `--enable-ctype=shared`, which Debian's
+rules (debian/rules.d/ext-*.mk) pass to a build of its own for the
+php8.2-* extension packages (whose configure stops when the c-client or
+Kerberos library is missing). A UKL build's copy of
 debian/rules goes without those options, and debhelper skips the binary
 packages that ship modules only (module_packages); the program itself is
 built as Debian configures it, without the modules it would have loaded.
@@ -35,6 +39,12 @@ from ukl.app.debian.features import rules_files
 # rules file's option list.
 _LOADABLE = re.compile(r"(?<![^\s'\"])--(?:with-[A-Za-z0-9_]+=dynamic|add-dynamic-module=\S+)"
                        r"(?=[\s'\"\\]|$)")
+# PHP's configure options that build an extension to load (`extension=`):
+# `--with-NAME=shared[,DIR...]` and `--enable-NAME=shared[,...]`.
+_PHP_SHARED = re.compile(r"(?<![^\s'\"])--(?:with|enable)-[A-Za-z0-9_-]+=shared(?:,[^\s'\"\\]*)?"
+                         r"(?=[\s'\"\\]|$)")
+# What PHP's generated configure sets for an extension to be built to load.
+_PHP_SHARED_MARK = "ext_shared=yes"
 
 
 # Perl's Configure asks this (metaconfig's dynamic-loading unit): the mark
@@ -79,14 +89,28 @@ def loads_extensions(tree: Path) -> bool:
         _DYNAMIC_LOADING_QUESTION in configure.read_text(errors="replace")
 
 
+def builds_php_extensions(tree: Path) -> bool:
+    """Whether `tree` is configured by PHP's configure, whose `=shared`
+    options build extensions to load."""
+    configure = tree / "configure"
+    return configure.is_file() and _PHP_SHARED_MARK in configure.read_text(errors="replace")
+
+
+def _loadable_patterns(tree: Path) -> list[re.Pattern[str]]:
+    return [_LOADABLE, *([_PHP_SHARED] if builds_php_extensions(tree) else [])]
+
+
 def loadable_options(tree: Path) -> list[str]:
     """The options in the package's rules that build loadable modules, and
     NO_DYNAMIC_LOADING for perl's Configure (loads_extensions)."""
     found: list[str] = []
+    patterns = _loadable_patterns(tree)
     for rules in rules_files(tree):
-        for m in _LOADABLE.finditer(rules.read_text(errors="replace")):
-            if m.group(0) not in found:
-                found.append(m.group(0))
+        text = rules.read_text(errors="replace")
+        for pattern in patterns:
+            for m in pattern.finditer(text):
+                if m.group(0) not in found:
+                    found.append(m.group(0))
     if loads_extensions(tree):
         found.append(NO_DYNAMIC_LOADING)
     return found
@@ -96,7 +120,8 @@ def drop_loadable_options(tree: Path) -> list[str]:
     """Remove them from the rules files of `tree` (a build's own copy), and
     have perl's extensions linked in (its hints); returns what changed."""
     dropped = loadable_options(tree)
-    _remove_matches(rules_files(tree), _LOADABLE)
+    for pattern in _loadable_patterns(tree):
+        _remove_matches(rules_files(tree), pattern)
     if NO_DYNAMIC_LOADING in dropped:
         _append_once(tree / _HINTS, _NO_DYNAMIC_LOADING_HINT)
         _append_once(next((tree / o for o in _CONFIG_OVER if (tree / o).is_file()),
@@ -124,12 +149,19 @@ def _append_once(script: Path, lines: str) -> None:
         script.write_text(text + lines)
 
 
+_REPORTED_MODULES = 6
+
+
 def report_line(options: list[str]) -> str:
     """The build report's line for the modules left out, or linked in."""
     modules = [o for o in options if o != NO_DYNAMIC_LOADING]
     parts = []
     if modules:
-        parts.append(f"loadable modules ({' '.join(modules)}): a UKL program cannot load a "
+        # PHP's rules name some fifty: the first few say which kind.
+        named = " ".join(modules[:_REPORTED_MODULES])
+        if len(modules) > _REPORTED_MODULES:
+            named += f" and {len(modules) - _REPORTED_MODULES} more"
+        parts.append(f"loadable modules ({named}): a UKL program cannot load a "
                      "shared object, so they are not built")
     if NO_DYNAMIC_LOADING in options:
         parts.append(f"extensions to load ({NO_DYNAMIC_LOADING}): a UKL program cannot load "
