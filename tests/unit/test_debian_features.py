@@ -63,6 +63,13 @@ def test_kerberos_goes_by_its_feature_name() -> None:
         "libkrb5-dev": ["--without-kerberos"]}
 
 
+def test_berkeley_db_goes_by_its_major_versions() -> None:
+    off = features.switches_off({"with_db4", "with_dbm", "with_qdbm", "with_lmdb"},
+                                [("libdb-dev", "db5.3")])
+    assert {d: [s.option for s in sws] for d, sws in off.items()} == {
+        "libdb-dev": ["--without-db4"]}
+
+
 def test_rules_files_include_makefiles_in_debians_subdirectories(tmp_path: Path) -> None:
     (tmp_path / "debian" / "rules.d").mkdir(parents=True)
     (tmp_path / "debian" / "rules").write_text("include debian/rules.d/*.mk\n")

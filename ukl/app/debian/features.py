@@ -71,6 +71,9 @@ _ALIASES = {
     # MIT Kerberos (PHP's --with-kerberos, which its OpenSSL extension
     # checks too).
     "krb5": ("krb5", "kerberos", "gssapi"),
+    # Berkeley DB (libdb-dev, db5.3) by its major versions: PHP's
+    # --with-db4, which its DBA handlers check even with DBA not built.
+    "db": ("db", "db1", "db2", "db3", "db4", "db5", "bdb"),
 }
 _ARG_MACRO = re.compile(r"\bAC_ARG_(ENABLE|WITH)\(\s*\[?\s*([A-Za-z0-9_+.-]+)")
 _USER_OPTS = re.compile(r"^ac_user_opts='([^']*)'", re.M)
