@@ -4,6 +4,7 @@ over virtio-9p, read-write or read-only). tests/apps/test_redis.py has
 Redis saving its dataset on a disk and loading it in the next guest."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -89,6 +90,39 @@ def test_a_shared_folder_read_write_and_read_only(files_image: str, tmp_path: Pa
     assert "files_rw: write:/mnt/host/new:x: failed: Read-only file system" in ro.stdout
     assert (folder / "from-guest").read_text() == "written in the guest"
     assert sorted(p.name for p in folder.iterdir()) == ["from-guest", "from-host"]
+
+
+def test_static_buffers_move_through_a_shared_folder_and_o_direct(
+        files_image: str, tmp_path: Path) -> None:
+    """A transfer of more than a kilobyte over 9p pins the buffer's pages
+    (virtio's zero-copy path), as O_DIRECT does: on UKL a static buffer is
+    in the kernel image, and in a forked child in the child's own copy of
+    the application's data (the parent's, still zeros, stays as it was)."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    payload = os.urandom(200 * 1024)
+    (folder / "in.bin").write_bytes(payload)
+    data = tmp_path / "d.ext4"
+    res = ukl("run", files_image, "--timeout", BOOT_TIMEOUT, "-v", f"{folder}:/mnt/host",
+              "--disk", f"{data}:16M:/srv/d",
+              "--", "childcopy:/mnt/host/in.bin:/mnt/host/child.bin",
+              "copy:/mnt/host/in.bin:/mnt/host/out.bin", "direct:/srv/d/direct")
+    assert res.returncode == 0, res.stdout + res.stderr
+    digest = f"{len(payload)} bytes, digest {_fnv1a(payload):08x}"
+    assert f"files_rw: copy:/mnt/host/in.bin:/mnt/host/out.bin: {digest}" in res.stdout
+    assert f"files_rw: childcopy:/mnt/host/in.bin:/mnt/host/child.bin: {digest}" in res.stdout
+    assert "files_rw: childcopy:/mnt/host/in.bin:/mnt/host/child.bin: the parent's buffer " \
+        "is its own" in res.stdout
+    assert "files_rw: direct:/srv/d/direct: 65536 bytes written and read back" in res.stdout
+    assert (folder / "out.bin").read_bytes() == payload
+    assert (folder / "child.bin").read_bytes() == payload
+
+
+def _fnv1a(data: bytes) -> int:
+    h = 2166136261
+    for b in data:
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
 
 
 def test_a_missing_host_folder_is_one_error_line(files_image: str, tmp_path: Path) -> None:
