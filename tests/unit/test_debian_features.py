@@ -274,3 +274,24 @@ def test_a_skipped_flavour_is_not_built_by_the_rules_either(tmp_path: Path) -> N
     assert features.flavour_profiles(tmp_path, "curl", ("libcurl3-gnutls", "libcurl3-nss")) == {
         "pkg.curl.no-nss", "pkg.curl.no-gnutls"}
     assert features.flavour_profiles(tmp_path, "curl", ("libcurl4",)) == frozenset()
+
+
+def test_a_configure_error_naming_a_missing_library_turns_off_its_feature() -> None:
+    """PHP's FPM: --with-fpm-systemd asks pkg-config for libsystemd, and
+    --with-fpm-apparmor checks for -lapparmor; neither error names the
+    switch."""
+    options = {"with_fpm_systemd", "with_fpm_apparmor", "with_fpm_acl", "enable_fpm",
+               "with_openssl", "enable_static"}
+    off = features.Off(missing_ok=True)
+    systemd = ("debian/rules php8.2 failed: configure: error: Package requirements "
+               "(libsystemd >= 209) were not met; full log: x")
+    assert [sw.option for sw in features.asked_off(systemd, options, off)] == [
+        "--without-fpm-systemd"]
+    apparmor = "configure: error: libapparmor required but not found"
+    assert [sw.option for sw in features.asked_off(apparmor, options, off)] == [
+        "--without-fpm-apparmor"]
+    # Once off, it is not asked again; an error naming nothing asks nothing.
+    done = features.with_asked_off(off, [features.Switch("with_fpm_apparmor")])
+    assert features.asked_off(apparmor, options, done) == []
+    assert features.asked_off("configure: error: Header contains different version",
+                              options, off) == []

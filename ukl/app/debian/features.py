@@ -377,11 +377,38 @@ _NAMED_SWITCH = re.compile(r"--(with|enable)-([A-Za-z0-9][A-Za-z0-9_-]*)")
 ASKED = "its configure requires what was left out"
 
 
+# A library configure's error says it lacks: pkg-config's modules ("Package
+# requirements (libsystemd >= 209) were not met") and lib words
+# ("libapparmor required but not found").
+_REQUIRED_MODULES = re.compile(r"Package requirements \(([^)]*)\)")
+_LIBRARY_WORD = re.compile(r"\blib[a-z][a-z0-9+_-]*")
+
+
+def _missing_library_stems(error: str) -> set[str]:
+    """The feature names of the libraries a configure error says it lacks:
+    libsystemd -> systemd, libsystemd; krb5-gssapi -> krb5-gssapi, krb5."""
+    names = set(_LIBRARY_WORD.findall(error))
+    for group in _REQUIRED_MODULES.findall(error):
+        names |= {w for w in re.split(r"[\s,]+", group)
+                  if w and not re.match(r"^[<>=!]|^[\d.]+$", w)}
+    stems: set[str] = set()
+    for name in names:
+        for word in {name, name.split("-")[0]}:
+            stems |= _bare(word.lower())
+    for stem in list(stems):
+        stems |= set(_ALIASES.get(stem, ()))
+    return {s for s in stems if len(s) > 1 and s not in _GENERIC_WORDS}
+
+
 def asked_off(message: str, options: set[str], off: Off) -> list[Switch]:
     """The package's own switches that a configure error names and that
     are still on: turning off one library's switch can leave a feature
     needing it on (lighttpd: --without-sqlite, then "--with-webdav-props
-    requires sqlite"), and its configure says which."""
+    requires sqlite"), and its configure says which. When it names a
+    library it lacks instead, the switches of a feature named after that
+    library: `--with-fpm-systemd` for PHP's "Package requirements
+    (libsystemd >= 209) were not met" (a switch whose name only ends with
+    the library's, which only a build that failed on it turns off)."""
     m = CONFIGURE_ERROR.search(message.split("; full log:")[0])
     if not m:
         return []
@@ -390,6 +417,15 @@ def asked_off(message: str, options: set[str], off: Off) -> list[Switch]:
     for kind, name in _NAMED_SWITCH.findall(m.group(1)):
         var = _variable(kind, name.rstrip("-_"))
         if var in options and var not in done and Switch(var) not in found:
+            found.append(Switch(var))
+    if found:
+        return found
+    suffixes = tuple("_" + re.sub(r"[^A-Za-z0-9_]", "_", stem)
+                     for stem in _missing_library_stems(m.group(1)))
+    for var in sorted(options):
+        kind = var.split("_", 1)[0]
+        if kind in ("with", "enable") and var.endswith(suffixes) and var not in done \
+                and var not in _NEVER:
             found.append(Switch(var))
     return found
 
