@@ -70,7 +70,10 @@ def test_nobody_else_starts_or_reaches_the_application(request: pytest.FixtureRe
     assert "STARTED by" not in out, out
     for check in ("a second start is refused with EBUSY", "PTRACE_TRACEME is refused", "fork",
                   "the attacker finished", "the static secret is intact",
-                  "the heap secret is intact", "the forked child's static secret is intact"):
+                  "the heap secret is intact", "the forked child's static secret is intact",
+                  "vmsplice of a static buffer",
+                  "a restart while a pipe holds its static data is refused with EBUSY",
+                  "the pipe gives back the spliced bytes"):
         assert f"guarded_app: ok {check}" in out, out
     # The instance restarted itself by exec of the trigger, still at CPL0.
     assert "guarded_app: restarted cpl=0" in out, out

@@ -7,7 +7,8 @@
  * may not do
  * itself (a second start, PTRACE_TRACEME), waits for the attacker to
  * finish, checks that both secrets are intact, and restarts itself by exec
- * of the trigger file. Prints "guarded_app: ok WHAT" or "FAIL WHAT"; the
+ * of the trigger file (refused first while a pipe holds a page of its
+ * static data). Prints "guarded_app: ok WHAT" or "FAIL WHAT"; the
  * exit status is the number of failures.
  *
  * Started with "probe-NAME" as argv[1] it is a start that must have been
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,6 +92,50 @@ static pid_t guarded_child(void)
 	return pid;
 }
 
+/*
+ * vmsplice() of a static buffer pins its pages in the pipe. A restart
+ * resets the static data, which the pipe's reader would then see: it is
+ * refused with EBUSY while the pipe holds them, and may go ahead once the
+ * pipe is drained (main()).
+ */
+static char spliced[8192];
+
+static void restart_while_spliced(char **restart)
+{
+	struct iovec iov = { spliced, sizeof(spliced) };
+	char back[sizeof(spliced)];
+	size_t got = 0;
+	int fds[2];
+	ssize_t n;
+
+	memset(spliced, 's', sizeof(spliced));
+	if (pipe(fds)) {
+		check("a pipe", 0);
+		return;
+	}
+	n = vmsplice(fds[1], &iov, 1, 0);
+	if (n != (ssize_t)sizeof(spliced))
+		printf("guarded_app: vmsplice: %zd (%s)\n", n, strerror(errno));
+	check("vmsplice of a static buffer", n == (ssize_t)sizeof(spliced));
+	if (n > 0) {
+		errno = 0;
+		execv(TRIGGER, restart);
+		check("a restart while a pipe holds its static data is refused with EBUSY",
+		      errno == EBUSY);
+	}
+	while (n > 0 && got < sizeof(back)) {
+		ssize_t r = read(fds[0], back + got, sizeof(back) - got);
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	check("the pipe gives back the spliced bytes",
+	      got == sizeof(spliced) && !memcmp(back, spliced, sizeof(spliced)));
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int main(int argc, char **argv)
 {
 	volatile long *heap_secret = malloc(64);
@@ -130,6 +176,9 @@ int main(int argc, char **argv)
 	check("the forked child's static secret is intact",
 	      child > 0 && waitpid(child, &status, 0) == child &&
 	      WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (failures)
+		return failures;
+	restart_while_spliced(restart);
 	if (failures)
 		return failures;
 	/* Alone in its address space, the instance may replace itself. */
