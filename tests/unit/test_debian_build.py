@@ -485,6 +485,38 @@ def test_a_headers_only_dev_package_goes_into_the_ukl_sysroot(
     assert debbuild._headers(pkg).prefix == built.prefix
 
 
+def test_a_libraries_headers_go_without_its_libraries_and_their_pkgconfig(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """libargon2-dev, whose source cannot be fetched: its header serves,
+    but its libargon2.pc would have configure find a library no UKL link
+    has. A .pc that names no removed library stays."""
+    from ukl.app.debian import build as debbuild
+    monkeypatch.setenv("UKL_BUILD_DIR", str(tmp_path / "build"))
+    pkg = archive.BinaryPackage("libargon2-dev", "0~20171227-0.3", "argon2", ())
+    root = tmp_path / "deb"
+    (root / "DEBIAN").mkdir(parents=True)
+    (root / "DEBIAN" / "control").write_text(
+        "Package: libargon2-dev\nVersion: 0~20171227-0.3\nArchitecture: amd64\n"
+        "Maintainer: x <x@example.org>\nDescription: x\n")
+    (root / "usr" / "include").mkdir(parents=True)
+    (root / "usr" / "include" / "argon2.h").write_text("int argon2_hash(void);\n")
+    lib = root / "usr" / "lib" / "x86_64-linux-gnu"
+    (lib / "pkgconfig").mkdir(parents=True)
+    (lib / "libargon2.a").write_bytes(b"!<arch>\n")
+    (lib / "pkgconfig" / "libargon2.pc").write_text(
+        "Name: libargon2\nVersion: 0\nLibs: -L${libdir} -largon2\nCflags: -I${includedir}\n")
+    (lib / "pkgconfig" / "argon2-macros.pc").write_text(
+        "Name: argon2-macros\nVersion: 0\nCflags: -DARGON2\n")
+    deb = tmp_path / "libargon2-dev_0_amd64.deb"
+    subprocess.run(["dpkg-deb", "-b", str(root), str(deb)], check=True, capture_output=True)
+    monkeypatch.setattr(archive, "download", lambda p: deb)
+    built = debbuild._headers(pkg)
+    got = sorted(f.relative_to(built.prefix).as_posix() for f in built.prefix.rglob("*")
+                 if f.is_file())
+    assert got == [".ukl-headers-done", "usr/include/argon2.h",
+                   "usr/lib/x86_64-linux-gnu/pkgconfig/argon2-macros.pc"]
+
+
 def test_a_failed_builds_reason_is_its_first_telling_line() -> None:
     log = ("checking for gcc... ukl-cc\n"
            "make[3]: Entering directory 'x'\n"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import sys
 from contextlib import contextmanager
@@ -330,24 +331,42 @@ def _library_deps(ctl: control.Control, chain: tuple[str, ...],
     return built, without, kept
 
 
+# Written in a headers tree once it is complete (_headers); a tree without
+# it is unpacked again (trees from before pkg-config files were pruned).
+_HEADERS_DONE = ".ukl-headers-done"
+# A library a pkg-config file's Libs: line links: -largon2.
+_PC_LINKED = re.compile(r"(?<!\S)-l(\S+)")
+
+
 def _headers(pkg: archive.BinaryPackage) -> Built:
     """A headers-only -dev package unpacked from Debian's .deb, as a
     dependency's install tree ukl-cc searches: its headers are source, the
     same for a UKL build as for the host's. Never its libraries (host code,
-    which no UKL link may take)."""
+    which no UKL link may take), nor the pkg-config files that name them:
+    with libargon2.pc, PHP's configure would find an argon2 no UKL link
+    has, and its link would fail; without it, configure says which
+    library it lacks, and features.asked_off turns the feature off."""
     # No ":" (an epoch): the path goes into $UKL_DEPS_SYSROOT, a list of
     # directories separated by colons.
     version = pkg.version.replace(":", "%")
     prefix = paths.build_root() / "debian" / "headers" / f"{pkg.name}_{version}"
-    if not (prefix / "usr" / "include").is_dir():
+    if not (prefix / _HEADERS_DONE).is_file():
         deb = archive.download(pkg)
         staging = prefix.with_name(prefix.name + f".{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         run_logged(["dpkg-deb", "-x", str(deb), str(staging)], label=f"unpack {pkg.name}",
                    log_path=paths.logs_dir() / f"unpack-{pkg.name}.log")
+        removed: set[str] = set()
         for lib in [*staging.glob("usr/lib/**/*.a"), *staging.glob("usr/lib/**/*.so*")]:
+            removed.add(re.sub(r"^lib|\.(a|so.*)$", "", lib.name))
             lib.unlink()
+        for pc in staging.glob("usr/**/pkgconfig/*.pc"):
+            libs = [ln for ln in pc.read_text(errors="replace").splitlines()
+                    if ln.startswith("Libs:")]
+            if any(name in removed for ln in libs for name in _PC_LINKED.findall(ln)):
+                pc.unlink()
+        (staging / _HEADERS_DONE).touch()
         shutil.rmtree(prefix, ignore_errors=True)
         staging.rename(prefix)
     return Built(pkg.name, prefix, prefix, None, [], sysroots=(prefix,), version=pkg.version)
