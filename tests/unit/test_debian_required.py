@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from ukl.app.debian import archive
 from ukl.app.debian import build as debbuild
 from ukl.app.debian import recipe
-from ukl.app.debian.required import missing_headers, modules_named, required
+from ukl.app.debian.required import missing_headers, modules_named, required, shipped_headers
 from ukl.common.errors import UklError
 
 DBUS_CONFIGURE = """checking for EXPAT... no
@@ -130,6 +131,23 @@ def test_a_header_the_failed_build_did_not_find_requires_its_library() -> None:
     assert got == ["db5.3"]
     assert missing_headers("x.c:3:10: fatal error: sasl/sasl.h: No such file or directory\n") \
         == {"sasl/sasl.h"}
+
+
+def test_a_header_in_a_directory_of_its_own_is_known_by_its_name_too(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # sqlite3's rules build sqlite3_analyzer, which includes "tcl.h" with
+    # tcl8.6's directory on its include path.
+    pkg = archive.BinaryPackage("tcl8.6-dev", "8.6.13", "tcl8.6", ())
+    monkeypatch.setattr(archive, "show", {"tcl8.6-dev": pkg}.get)
+    monkeypatch.setattr(archive, "contents", lambda p: [
+        "usr/include/tcl8.6/tcl.h", "usr/include/tcl8.6/tclDecls.h", "usr/include/tcl.h.txt",
+        "usr/include/x86_64-linux-gnu/tcl8.6/tclConfig.h"])
+    assert shipped_headers("tcl8.6-dev") == {
+        "tcl8.6/tcl.h", "tcl.h", "tcl8.6/tclDecls.h", "tclDecls.h", "tcl8.6/tclConfig.h",
+        "tclConfig.h"}
+    log = "sqlite3_analyzer.c:243732:11: fatal error: tcl.h: No such file or directory\n"
+    assert required("make returned exit code 2", [("tcl8.6-dev", "tcl8.6")],
+                    modules_of=lambda dep: set(), log_text=log) == ["tcl8.6"]
 
 
 def test_a_library_failing_with_its_lean_profiles_is_built_with_the_defaults(

@@ -71,11 +71,15 @@ def missing_headers(log_text: str) -> set[str]:
 
 def shipped_headers(package: str) -> set[str]:
     """The headers Debian's binary package ships, below usr/include (and
-    its multiarch directory): db.h, sasl/sasl.h."""
+    its multiarch directory): db.h, sasl/sasl.h; one in a directory of
+    its own also by its name alone, as a build that adds the directory to
+    its include path includes it (tcl8.6/tcl.h: sqlite3's `#include
+    "tcl.h"`)."""
     pkg = archive.show(package)
     if pkg is None:
         return set()
-    return {m.group(1) for f in archive.contents(pkg) if (m := _INCLUDED_HEADER.match(f))}
+    found = {m.group(1) for f in archive.contents(pkg) if (m := _INCLUDED_HEADER.match(f))}
+    return found | {PurePosixPath(h).name for h in found}
 
 
 def names_library(failure: str, link_names: Iterable[str]) -> bool:
