@@ -855,3 +855,36 @@ def test_a_finished_library_build_keeps_its_install_not_its_tree(tmp_path: Path)
         debbuild._record_built(work, "state-1", work / "tree", library)
         assert (work / debbuild.BUILT_STAMP).read_text() == "state-1"
         assert (work / "tree").is_dir() != library
+
+
+# chrpath as it answers -d: a static program has no dynamic section (two
+# lines, exit 1); a file it cannot read is another error.
+FAKE_CHRPATH = """#!/bin/sh
+case "$(cat "$2")" in
+static) echo "No dynamic section found."; echo "found no dynamic section: Success" >&2; exit 1 ;;
+dynamic) echo "$2: RUNPATH=/x"; echo "$2: new RUNPATH: "; exit 0 ;;
+*) echo "elf_open: Invalid argument" >&2; exit 1 ;;
+esac
+"""
+
+
+def test_chrpath_has_no_run_path_to_delete_from_a_static_program(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sqlite3's rules run `chrpath -d usr/bin/sqlite3`; a UKL program is
+    static, with no dynamic section: nothing to delete is success. Any
+    other failure stays one."""
+    from ukl.app.debian import rules
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "chrpath").write_text(FAKE_CHRPATH)
+    (bin_dir / "chrpath").chmod(0o755)
+    monkeypatch.setattr(rules, "DEBIAN_BUILD_PATH", f"{bin_dir}:/usr/bin:/bin")
+    shims = rules.compiler_shims(tmp_path / "shims", "cc", "c++")
+    for kind, status in (("static", 0), ("dynamic", 0), ("text", 1)):
+        (tmp_path / kind).write_text(kind + "\n")
+        done = subprocess.run([str(shims / "chrpath"), "-d", str(tmp_path / kind)],
+                              capture_output=True, text=True)
+        assert done.returncode == status, (kind, done.stdout)
+    assert "No dynamic section found." in subprocess.run(
+        [str(shims / "chrpath"), "-d", str(tmp_path / "static")],
+        capture_output=True, text=True).stdout

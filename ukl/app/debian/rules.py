@@ -167,6 +167,24 @@ exec {cmake} "$@" {args}
 """
 
 
+# chrpath, for rules that delete a program's run path (sqlite3's `chrpath
+# -d usr/bin/sqlite3`): a UKL program is static, with no dynamic section
+# and so no run path, which chrpath reports as an error. Nothing to delete
+# is success; any other failure stays one.
+CHRPATH_SHIM = """#!/bin/sh
+# Written by ukl build --debian (ukl/app/debian/rules.py).
+out=$({chrpath} "$@" 2>&1)
+rc=$?
+[ -n "$out" ] && printf '%s\\n' "$out"
+others=$(printf '%s\\n' "$out" | grep -v -x -e 'No dynamic section found.' \\
+    -e 'found no dynamic section: Success' -e '.*: no rpath or runpath tag found.')
+if [ $rc -ne 0 ] && [ -z "$others" ]; then
+    exit 0
+fi
+exit $rc
+"""
+
+
 def _shim(path: Path, script: str | None) -> None:
     """An executable script at `path`, or none there (None)."""
     if script is None:
@@ -198,6 +216,8 @@ def compiler_shims(d: Path, cc: str, cxx: str, missing_ok: bool = False,
     real_make = shutil.which("make", path=path)
     _shim(d / "make", f'#!/bin/sh\nexec {real_make} "$@" {shlex.join(make_args)}\n'
           if make_args and real_make else None)
+    real_chrpath = shutil.which("chrpath", path=path)
+    _shim(d / "chrpath", CHRPATH_SHIM.format(chrpath=real_chrpath) if real_chrpath else None)
     real_cmake = shutil.which("cmake", path=path)
     _shim(d / "cmake", CMAKE_SHIM.format(cmake=real_cmake, args=shlex.join(cmake_args))
           if cmake_args and real_cmake else None)
