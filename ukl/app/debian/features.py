@@ -377,27 +377,40 @@ _NAMED_SWITCH = re.compile(r"--(with|enable)-([A-Za-z0-9][A-Za-z0-9_-]*)")
 ASKED = "its configure requires what was left out"
 
 
-# A library configure's error says it lacks: pkg-config's modules ("Package
-# requirements (libsystemd >= 209) were not met") and lib words
-# ("libapparmor required but not found").
-_REQUIRED_MODULES = re.compile(r"Package requirements \(([^)]*)\)")
+# The failure lines (ukl.app.debian.rules.failure_reason) that say a
+# required pkg-config module is missing: autoconf's PKG_CHECK_MODULES
+# and meson's. Optional dependencies print neither.
+_MODULE_LISTS = (
+    re.compile(r"configure: error: Package requirements \(([^)]*)\) were not met"),
+    re.compile(r"ERROR: Dependency \"([A-Za-z0-9_.+-]+)\" not found"),
+)
+# A version constraint after a module name.
+_CONSTRAINT = re.compile(r"\s*[<>!=]=?\s*[\w.:~+-]+")
+
+
+def modules_named(failure: str) -> list[str]:
+    """The pkg-config modules a failed build's line says it could not find."""
+    names: list[str] = []
+    for pattern in _MODULE_LISTS:
+        for found in pattern.findall(failure):
+            for word in _CONSTRAINT.sub(" ", found).replace(",", " ").split():
+                if word not in names:
+                    names.append(word)
+    return names
+
+
+# A library a configure error names by its lib word ("libapparmor
+# required but not found").
 _LIBRARY_WORD = re.compile(r"\blib[a-z][a-z0-9+_-]*")
 
 
 def _missing_library_stems(error: str) -> set[str]:
-    """The feature names of the libraries a configure error says it lacks:
-    libsystemd -> systemd, libsystemd; krb5-gssapi -> krb5-gssapi, krb5."""
-    names = set(_LIBRARY_WORD.findall(error))
-    for group in _REQUIRED_MODULES.findall(error):
-        names |= {w for w in re.split(r"[\s,]+", group)
-                  if w and not re.match(r"^[<>=!]|^[\d.]+$", w)}
-    stems: set[str] = set()
-    for name in names:
-        for word in {name, name.split("-")[0]}:
-            stems |= _bare(word.lower())
-    for stem in list(stems):
-        stems |= set(_ALIASES.get(stem, ()))
-    return {s for s in stems if len(s) > 1 and s not in _GENERIC_WORDS}
+    """The feature names of the libraries a configure error says it lacks,
+    by pkg-config module (modules_named) or lib word: libsystemd ->
+    systemd, libsystemd; krb5-gssapi -> krb5-gssapi, krb5, kerberos."""
+    names = set(_LIBRARY_WORD.findall(error)) | set(modules_named(error))
+    return {s for name in names for s in _stems(name, None) | _bare(name.lower())
+            if len(s) > 1 and s not in _GENERIC_WORDS}
 
 
 def asked_off(message: str, options: set[str], off: Off) -> list[Switch]:
@@ -421,7 +434,7 @@ def asked_off(message: str, options: set[str], off: Off) -> list[Switch]:
     if found:
         return found
     suffixes = tuple("_" + re.sub(r"[^A-Za-z0-9_]", "_", stem)
-                     for stem in _missing_library_stems(m.group(1)))
+                     for stem in _missing_library_stems(m.group(0)))
     for var in sorted(options):
         kind = var.split("_", 1)[0]
         if kind in ("with", "enable") and var.endswith(suffixes) and var not in done \

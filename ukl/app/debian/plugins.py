@@ -120,8 +120,9 @@ def drop_loadable_options(tree: Path) -> list[str]:
     """Remove them from the rules files of `tree` (a build's own copy), and
     have perl's extensions linked in (its hints); returns what changed."""
     dropped = loadable_options(tree)
+    files = rules_files(tree)
     for pattern in _loadable_patterns(tree):
-        _remove_matches(rules_files(tree), pattern)
+        _remove_matches(files, pattern)
     if NO_DYNAMIC_LOADING in dropped:
         _append_once(tree / _HINTS, _NO_DYNAMIC_LOADING_HINT)
         _append_once(next((tree / o for o in _CONFIG_OVER if (tree / o).is_file()),

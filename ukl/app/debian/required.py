@@ -20,26 +20,8 @@ from pathlib import PurePosixPath
 
 from ukl.app.debian import archive, features
 
-# The failure lines (ukl.app.debian.rules.failure_reason) that say a
-# required pkg-config module is missing: autoconf's PKG_CHECK_MODULES
-# and meson's. Optional dependencies print neither.
-_MODULE_LISTS = (
-    re.compile(r"configure: error: Package requirements \(([^)]*)\) were not met"),
-    re.compile(r"ERROR: Dependency \"([A-Za-z0-9_.+-]+)\" not found"),
-)
-# A version constraint after a module name.
-_CONSTRAINT = re.compile(r"\s*[<>!=]=?\s*[\w.:~+-]+")
-
-
-def modules_named(failure: str) -> list[str]:
-    """The pkg-config modules a failed build's line says it could not find."""
-    names: list[str] = []
-    for pattern in _MODULE_LISTS:
-        for found in pattern.findall(failure):
-            for word in _CONSTRAINT.sub(" ", found).replace(",", " ").split():
-                if word not in names:
-                    names.append(word)
-    return names
+# The pkg-config modules a failed build's line says it could not find.
+modules_named = features.modules_named
 
 
 def shipped_modules(package: str) -> set[str]:
