@@ -12,9 +12,8 @@ server, its network stack, the virtio NIC's interrupts, and the timer
 ticks the guest runs while it waits for the host, whose number follows
 the host's pace: these figures are not repeatable). Each measurement is
 one window of the ukl_counts plugin, opened and closed around it and
-flushed, so its guest
-instructions are counted exactly; throughput is the payload bytes moved
-in it over those instructions. Not time: TCG prices a SYSCALL like a mov.
+flushed, so its guest instructions are counted exactly; throughput is
+the payload bytes moved in it over those instructions. Not time: TCG prices a SYSCALL like a mov.
 
 Output, results/NAME/: net.csv, net.md, meta.json, net-guest.png and
 net-host.png (netplots).
